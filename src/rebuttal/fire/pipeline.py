@@ -1,0 +1,191 @@
+"""The FIRE pipeline: memory → analyst → evidence → generator, with the paper's ablations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rebuttal.fire.analyst import Analyst, CategoryPolicy
+from rebuttal.fire.generator import Generator, generator_task
+from rebuttal.fire.prompting import Exemplar, citation_rule, prompt, render_evidence, shared_prefix
+from rebuttal.llm import ChatModel, LLMError
+from rebuttal.types import (
+    Analysis, EvidenceItem, FireResult, InputError, MemoryView, SourceTier, Trace, TraceStep,
+    check_post,
+)
+
+
+@dataclass
+class FireSettings:
+    policy: CategoryPolicy = CategoryPolicy.constrained
+    exemplars_shown: int = 3  # per category; prompts stay short on CPU
+    evidence_k: int = 3
+    use_memory: bool = True
+    use_evidence: bool = True
+    use_analyst: bool = True
+    analyst_max_tokens: int = 220
+    reply_max_tokens: int = 256
+
+    @property
+    def system_name(self) -> str:
+        off = [name for name, on in (("memory", self.use_memory), ("evidence", self.use_evidence),
+                                     ("analyst", self.use_analyst)) if not on]
+        return "fire" + "".join(f"-no-{name}" for name in off)
+
+
+ABLATIONS = ("no-memory", "no-evidence", "no-analyst")
+
+
+def settings_for(ablations: Sequence[str] = (), **overrides) -> FireSettings:
+    unknown = set(ablations) - set(ABLATIONS)
+    if unknown:
+        raise ValueError(f"unknown ablation(s) {sorted(unknown)}; choose from {', '.join(ABLATIONS)}")
+    return FireSettings(
+        use_memory="no-memory" not in ablations,
+        use_evidence="no-evidence" not in ablations,
+        use_analyst="no-analyst" not in ablations,
+        **overrides,
+    )
+
+
+class FirePipeline:
+    """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL."""
+
+    def __init__(self, model: ChatModel, memory=None, searchers: Sequence = (), settings: FireSettings | None = None):
+        self.model = model
+        self.settings = settings or FireSettings()
+        self.memory = memory if self.settings.use_memory else None
+        self.searchers = list(searchers) if self.settings.use_evidence else []
+        if not self.settings.use_analyst and memory is None:
+            raise ValueError("the no-analyst ablation needs the memory to choose the category")
+        self._category_memory = memory  # the single-pass ablation still uses it
+        self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens)
+        self.generator = Generator(model, self.settings.reply_max_tokens)
+
+    # ------------------------------------------------------------------ public API
+
+    def analyze(self, text: object, id: str | None = None) -> FireResult:
+        return self._run(text, id, reply=False)
+
+    def respond(self, text: object, id: str | None = None) -> FireResult:
+        return self._run(text, id, reply=True)
+
+    def predict(self, texts: Sequence[object]) -> list[FireResult]:
+        """One result per text, in order (the llama.cpp backend runs one at a time anyway)."""
+        return [self.respond(text) for text in texts]
+
+    # ------------------------------------------------------------------ stages
+
+    def _run(self, text: object, id: str | None, reply: bool) -> FireResult:
+        system = self.settings.system_name
+        try:
+            post = check_post(text)
+        except InputError as exc:
+            return FireResult(id=id, text=str(text)[:200] if isinstance(text, str) else "", system=system,
+                              status="error", message=f"invalid input: {exc}")
+        result = FireResult(id=id, text=post, system=system, status="ok")
+        try:
+            if self.settings.use_analyst:
+                self._heal_and_care(result, reply)
+            else:
+                self._single_pass(result, reply)
+        except LLMError as exc:
+            result.status, result.message = "error", f"model backend failed: {exc}"
+            return result
+        if result.status == "ok" and result.trace.flags:
+            result.status = "flagged"
+            result.message = "needs a reviewer's attention: " + ", ".join(result.trace.flags)
+        return result
+
+    def _recall(self, post: str, trace: Trace, memory) -> tuple[MemoryView | None, list[Exemplar], object]:
+        if memory is None:
+            return None, [], None
+        started = time.perf_counter()
+        query = memory.query(post)
+        view = query.view()
+        shown = []
+        for category in view.candidates:
+            per = self.settings.exemplars_shown if not view.ambiguous else max(1, self.settings.exemplars_shown - 1)
+            shown += [Exemplar.from_record(r) for r in query.exemplars if r.category == category][:per]
+        view.exemplar_ids = [ex.id for ex in shown]
+        trace.add(TraceStep(
+            stage="memory", latency_s=time.perf_counter() - started,
+            notes=[f"t̂={view.predicted.value} ρ={view.purity:.2f}" + (" ambiguous" if view.ambiguous else "")],
+        ))
+        return view, shown, query
+
+    def _heal_and_care(self, result: FireResult, reply: bool) -> None:
+        view, exemplars, _ = self._recall(result.text, result.trace, self.memory)
+        result.memory = view
+        turn = self.analyst.run(result.text, exemplars, view, result.trace)
+        result.analysis = turn.analysis
+        if not turn.analysis.is_hateful:
+            result.status = "not_hateful"
+            result.message = f"No reply: the analyst judged the post not hateful. {turn.analysis.reasoning}"
+            return
+        if turn.analysis.category.needs_evidence and turn.analysis.search_query:
+            result.evidence = self.retrieve(turn.analysis.search_query, result.trace)
+        if not reply:
+            return
+        task, version = generator_task(turn.analysis, result.evidence)
+        conversation = [*turn.messages, {"role": "assistant", "content": turn.answer}]
+        result.reply = self.generator.run(
+            result.text, conversation, task, version, result.evidence,
+            turn.analysis.category.strategy, result.trace,
+        )
+
+    def _single_pass(self, result: FireResult, reply: bool) -> None:
+        """Ablation `no-analyst`: one generation with the same memory and evidence access."""
+        view, exemplars, query = self._recall(result.text, result.trace, self._category_memory if self.settings.use_memory else None)
+        result.memory = view
+        category = view.predicted
+        neighbours = [r for r in query.exemplars] if query is not None else []
+        if neighbours and sum(not r.is_hateful for r in neighbours) > len(neighbours) / 2:
+            result.status = "not_hateful"
+            result.message = "No reply: most of the nearest memory records are not hateful (no analyst in this ablation)."
+            return
+        targets = [ex.target_group for ex in exemplars if ex.category == category]
+        result.analysis = Analysis(
+            is_hateful=True, target_group=targets[0] if targets else "Others", category=category,
+            reasoning="Single pass (no analyst): category from the memory.",
+            search_query=result.text[:160] if category.needs_evidence else None,
+        )
+        if category.needs_evidence:
+            result.evidence = self.retrieve(result.text[:160], result.trace)
+        if not reply:
+            return
+        template = prompt("single_pass")
+        task = template.render(
+            category=category.value, strategy=category.strategy,
+            evidence_block=render_evidence(result.evidence), citation_rule=citation_rule(result.evidence),
+        ).strip()
+        note = f"nearest records, purity {view.purity:.2f}" if view else "none: memory disabled"
+        prefix = shared_prefix(result.text, exemplars if self.settings.use_memory else [], note)
+        result.reply = self.generator.run(
+            result.text, prefix, task, template.version, result.evidence, category.strategy, result.trace
+        )
+
+    def retrieve(self, query: str, trace: Trace) -> list[EvidenceItem]:
+        """Ask each searcher in order (web first when enabled); a failing or empty one falls
+        through to the next, and the trace says so."""
+        step = trace.add(TraceStep(stage="evidence", notes=[f"query: {query}"]))
+        started = time.perf_counter()
+        items: list[EvidenceItem] = []
+        for searcher in self.searchers:
+            name = getattr(searcher, "name", type(searcher).__name__)
+            try:
+                found = searcher.search(query, k=self.settings.evidence_k)
+            except Exception as exc:  # noqa: BLE001 - a failed search degrades, never crashes
+                step.notes.append(f"{name} failed ({type(exc).__name__}: {str(exc)[:120]}); trying the next source")
+                trace.flag("search_degraded")
+                continue
+            items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
+            if items:
+                step.notes.append(f"{name}: {', '.join(item.id for item in items)}")
+                break
+            step.notes.append(f"{name}: nothing found")
+        if not items and self.searchers:
+            trace.flag("no_evidence")
+        step.latency_s = time.perf_counter() - started
+        return items

@@ -1,0 +1,116 @@
+"""Prompt assembly shared by FIRE's agents and baselines.
+
+Every FIRE conversation starts with the same two messages (system text, then memory exemplars
+and the post). The analyst adds its task to that; the generator continues the analyst's
+conversation, so llama.cpp reuses the KV cache of the whole shared prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from rebuttal.llm import Message
+from rebuttal.llm.prompts import load_prompt
+from rebuttal.types import EvidenceItem, HateType
+
+PACKAGE = "rebuttal.fire"
+MAX_EXAMPLE_CHARS = 320  # keeps prompts compact: CPU prompt processing dominates latency
+
+
+def prompt(name: str):
+    return load_prompt(PACKAGE, name)
+
+
+def quote_post(text: str) -> str:
+    """The post goes between <post> tags as data; a closing tag inside it must not end it."""
+    return text.replace("<post>", "‹post›").replace("</post>", "‹/post›")
+
+
+def _clip(text: str | None, limit: int = MAX_EXAMPLE_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class Exemplar(BaseModel):
+    """The parts of a memory record that prompts show."""
+
+    id: str
+    post: str
+    category: HateType
+    target_group: str
+    reasoning: str = ""
+    reply: str = ""
+    evidence: str | None = None
+    evidence_source: str | None = None
+
+    @classmethod
+    def from_record(cls, record) -> Exemplar:
+        return cls(
+            id=record.id, post=record.hate_speech, category=record.category,
+            target_group=record.target_group, reasoning=record.reasoning or "",
+            reply=record.counterspeech or "", evidence=record.evidence,
+            evidence_source=record.evidence_source,
+        )
+
+
+def render_exemplars(exemplars: Sequence[Exemplar], *, with_evidence: bool = False) -> str:
+    if not exemplars:
+        return "(none)"
+    blocks = []
+    for number, ex in enumerate(exemplars, 1):
+        lines = [
+            f"[Example {number}] category: {ex.category.value}; target: {ex.target_group}",
+            f"Post: \"{_clip(ex.post)}\"",
+            f"Reasoning: {_clip(ex.reasoning, 200)}",
+        ]
+        if with_evidence and ex.evidence:
+            lines.append(f"Evidence: {_clip(ex.evidence)} ({ex.evidence_source or 'source not given'})")
+        if ex.reply:
+            lines.append(f"Reply: {_clip(ex.reply)}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def shared_prefix(
+    post: str, exemplars: Sequence[Exemplar], memory_note: str, *, with_evidence: bool = False
+) -> list[Message]:
+    context = prompt("context").render(
+        memory_note=memory_note,
+        exemplars=render_exemplars(exemplars, with_evidence=with_evidence),
+        post=quote_post(post),
+    )
+    return [
+        {"role": "system", "content": prompt("system").template.strip()},
+        {"role": "user", "content": context.strip()},
+    ]
+
+
+def render_evidence(evidence: Sequence[EvidenceItem]) -> str:
+    if not evidence:
+        return "No evidence was retrieved: do not cite numbers or sources."
+    lines = ["Evidence (cite by number, e.g. [1]; use no other facts or sources):"]
+    for number, item in enumerate(evidence, 1):
+        dated = f", {item.date}" if item.date else ""
+        lines.append(f"[{number}] {_clip(item.text, 400)} ({item.source}{dated})")
+    return "\n".join(lines)
+
+
+def citation_rule(evidence: Sequence[EvidenceItem]) -> str:
+    if evidence:
+        return f"Support factual statements with the evidence, citing [1] to [{len(evidence)}]."
+    return "Do not cite any source or statistic."
+
+
+class ReplyDraft(BaseModel):
+    reply: str = Field(min_length=20, max_length=900)
+
+
+class AnalystOutput(BaseModel):
+    is_hateful: bool
+    target_group: str = Field(max_length=40)
+    category: HateType
+    reasoning: str = Field(max_length=400)
+    search_query: str | None = Field(default=None, max_length=160)
+    override_reason: str | None = Field(default=None, max_length=200)

@@ -1,0 +1,19 @@
+"""The LLM layer: one ChatModel interface, thin backends imported lazily."""
+
+from rebuttal.llm.base import (
+    ChatModel,
+    Completion,
+    LLMError,
+    Message,
+    MissingBackend,
+    StructuredOutputError,
+    extract_json,
+)
+from rebuttal.llm.factory import BACKENDS, ModelSettings, load_model
+from rebuttal.llm.structured import StructuredResult, generate_object
+
+__all__ = [
+    "BACKENDS", "ChatModel", "Completion", "LLMError", "Message", "MissingBackend",
+    "ModelSettings", "StructuredOutputError", "StructuredResult", "extract_json",
+    "generate_object", "load_model",
+]

