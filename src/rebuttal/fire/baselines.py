@@ -62,7 +62,7 @@ class Baseline:
                 evidence = [EvidenceItem(id=f"memory:{record.id}", text=record.evidence,
                                          source=record.evidence_source or "memory record", url=record.evidence_url)]
         task = prompt("baseline")
-        messages = shared_prefix(post, exemplars, note, with_evidence=self.kind == "retrieval")
+        messages = shared_prefix(post, exemplars, note, with_evidence=self.kind == "retrieval", with_replies=True)
         messages.append({"role": "user", "content": task.template.strip()})
         step = result.trace.add(TraceStep(stage=self.kind, model=self.model.name, prompt_version=task.version))
         try:

@@ -11,7 +11,9 @@ import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from rebuttal.fire.prompting import ReplyDraft, citation_rule, prompt, render_evidence
+from rebuttal.fire.prompting import (
+    Exemplar, ReplyDraft, citation_rule, prompt, render_evidence, render_style_replies,
+)
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
 from rebuttal.types import Analysis, EvidenceItem, Reply, Trace, TraceStep
 
@@ -106,13 +108,15 @@ class Generator:
         return Reply(text=text, strategy=strategy, cited_evidence_ids=cited)
 
 
-def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem]) -> tuple[str, str]:
+def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem],
+                   exemplars: Sequence[Exemplar] = ()) -> tuple[str, str]:
     template = prompt("generator")
     text = template.render(
         category=analysis.category.value,
         target_group=analysis.target_group,
         reasoning=analysis.reasoning,
         strategy=analysis.category.strategy,
+        style_block=render_style_replies(exemplars, analysis.category),
         evidence_block=render_evidence(evidence),
         citation_rule=citation_rule(evidence),
     )

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from rebuttal.fire.analyst import Analyst, CategoryPolicy
 from rebuttal.fire.generator import Generator, generator_task
-from rebuttal.fire.prompting import Exemplar, citation_rule, prompt, render_evidence, shared_prefix
+from rebuttal.fire.prompting import (
+    Exemplar, citation_rule, prompt, render_evidence, render_style_replies, shared_prefix,
+)
 from rebuttal.llm import ChatModel, LLMError
 from rebuttal.types import (
     Analysis, EvidenceItem, FireResult, InputError, MemoryView, SourceTier, Trace, TraceStep,
@@ -116,19 +118,22 @@ class FirePipeline:
         return view, shown, query
 
     def _heal_and_care(self, result: FireResult, reply: bool) -> None:
-        view, exemplars, _ = self._recall(result.text, result.trace, self.memory)
+        view, exemplars, query = self._recall(result.text, result.trace, self.memory)
         result.memory = view
         turn = self.analyst.run(result.text, exemplars, view, result.trace)
         result.analysis = turn.analysis
         if not turn.analysis.is_hateful:
             result.status = "not_hateful"
             result.message = f"No reply: the analyst judged the post not hateful. {turn.analysis.reasoning}"
+            if view is not None and not view.ambiguous and query is not None and all(r.is_hateful for r in query.exemplars):
+                # Safety first (no reply), but a reviewer should see the disagreement.
+                result.trace.flag("memory_disagrees_not_hateful")
             return
         if turn.analysis.category.needs_evidence and turn.analysis.search_query:
             result.evidence = self.retrieve(turn.analysis.search_query, result.trace)
         if not reply:
             return
-        task, version = generator_task(turn.analysis, result.evidence)
+        task, version = generator_task(turn.analysis, result.evidence, exemplars)
         conversation = [*turn.messages, {"role": "assistant", "content": turn.answer}]
         result.reply = self.generator.run(
             result.text, conversation, task, version, result.evidence,
@@ -158,6 +163,7 @@ class FirePipeline:
         template = prompt("single_pass")
         task = template.render(
             category=category.value, strategy=category.strategy,
+            style_block=render_style_replies(exemplars, category),
             evidence_block=render_evidence(result.evidence), citation_rule=citation_rule(result.evidence),
         ).strip()
         note = f"nearest records, purity {view.purity:.2f}" if view else "none: memory disabled"

@@ -44,6 +44,7 @@ class Exemplar(BaseModel):
     reply: str = ""
     evidence: str | None = None
     evidence_source: str | None = None
+    is_hateful: bool = True
 
     @classmethod
     def from_record(cls, record) -> Exemplar:
@@ -51,40 +52,53 @@ class Exemplar(BaseModel):
             id=record.id, post=record.hate_speech, category=record.category,
             target_group=record.target_group, reasoning=record.reasoning or "",
             reply=record.counterspeech or "", evidence=record.evidence,
-            evidence_source=record.evidence_source,
+            evidence_source=record.evidence_source, is_hateful=record.is_hateful,
         )
 
 
-def render_exemplars(exemplars: Sequence[Exemplar], *, with_evidence: bool = False) -> str:
+def render_exemplars(exemplars: Sequence[Exemplar], *, with_evidence: bool = False,
+                     with_replies: bool = False) -> str:
     if not exemplars:
         return "(none)"
     blocks = []
     for number, ex in enumerate(exemplars, 1):
+        label = ex.category.value if ex.is_hateful else "not hateful"
         lines = [
-            f"[Example {number}] category: {ex.category.value}; target: {ex.target_group}",
+            f"[Example {number}] category: {label}; target: {ex.target_group}",
             f"Post: \"{_clip(ex.post)}\"",
             f"Reasoning: {_clip(ex.reasoning, 200)}",
         ]
         if with_evidence and ex.evidence:
             lines.append(f"Evidence: {_clip(ex.evidence)} ({ex.evidence_source or 'source not given'})")
-        if ex.reply:
+        if with_replies and ex.reply:
             lines.append(f"Reply: {_clip(ex.reply)}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
 def shared_prefix(
-    post: str, exemplars: Sequence[Exemplar], memory_note: str, *, with_evidence: bool = False
+    post: str, exemplars: Sequence[Exemplar], memory_note: str, *, with_evidence: bool = False,
+    with_replies: bool = False,
 ) -> list[Message]:
     context = prompt("context").render(
         memory_note=memory_note,
-        exemplars=render_exemplars(exemplars, with_evidence=with_evidence),
+        exemplars=render_exemplars(exemplars, with_evidence=with_evidence, with_replies=with_replies),
         post=quote_post(post),
     )
     return [
         {"role": "system", "content": prompt("system").template.strip()},
         {"role": "user", "content": context.strip()},
     ]
+
+
+def render_style_replies(exemplars: Sequence[Exemplar], category: HateType, limit: int = 2) -> str:
+    """Reply patterns of the chosen category: style for the generator, never content."""
+    replies = [ex.reply for ex in exemplars if ex.category == category and ex.is_hateful and ex.reply][:limit]
+    if not replies:
+        return ""
+    lines = [f"Example replies to {category.value} posts (copy their style, not their facts):"]
+    lines += [f"- {_clip(reply)}" for reply in replies]
+    return "\n".join(lines)
 
 
 def render_evidence(evidence: Sequence[EvidenceItem]) -> str:
@@ -108,9 +122,10 @@ class ReplyDraft(BaseModel):
 
 
 class AnalystOutput(BaseModel):
-    is_hateful: bool
+    # Field order is decoding order: the model reasons before it commits to labels.
+    reasoning: str = Field(max_length=300)
     target_group: str = Field(max_length=40)
     category: HateType
-    reasoning: str = Field(max_length=400)
+    is_hateful: bool
     search_query: str | None = Field(default=None, max_length=160)
     override_reason: str | None = Field(default=None, max_length=200)

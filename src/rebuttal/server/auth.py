@@ -1,0 +1,87 @@
+"""API keys: `rbk_<id>_<secret>`; only a salted SHA-256 of the secret is stored.
+
+The secret is 32 random bytes, so a fast salted hash is enough (slow hashes such as scrypt
+protect low-entropy passwords, and would cost every request tens of milliseconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import or_, select
+
+from rebuttal.server.db import ApiKey, Database, utcnow
+
+PREFIX = "rbk"
+
+
+class UnknownKey(LookupError):
+    """No such key (for `keys revoke`)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    key_id: str
+    name: str
+
+
+def _digest(salt: str, secret: str) -> str:
+    return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
+
+
+def create_key(db: Database, name: str) -> str:
+    """Store a new key for `name` and return the full key (shown once, never stored)."""
+    name = name.strip()
+    if not name or len(name) > 120:
+        raise ValueError("key name must be 1-120 characters (it is the reviewer's identity)")
+    key_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    salt = secrets.token_hex(16)
+    with db.session() as session:
+        session.add(ApiKey(id=key_id, name=name, salt=salt, key_hash=_digest(salt, secret)))
+    return f"{PREFIX}_{key_id}_{secret}"
+
+
+def verify_key(db: Database, presented: str | None) -> Caller | None:
+    """The caller behind a presented key, or None if it is malformed, unknown or revoked."""
+    if not presented:
+        return None
+    parts = presented.strip().split("_", 2)
+    if len(parts) != 3 or parts[0] != PREFIX:
+        return None
+    _, key_id, secret = parts
+    with db.session() as session:
+        row = session.get(ApiKey, key_id)
+        if row is None or row.revoked_at is not None:
+            return None
+        if not hmac.compare_digest(row.key_hash, _digest(row.salt, secret)):
+            return None
+        row.last_used_at = utcnow()
+        return Caller(key_id=row.id, name=row.name)
+
+
+def list_keys(db: Database) -> list[dict]:
+    with db.session() as session:
+        rows = session.scalars(select(ApiKey).order_by(ApiKey.created_at)).all()
+        return [
+            {"id": r.id, "name": r.name, "created_at": r.created_at, "revoked_at": r.revoked_at,
+             "last_used_at": r.last_used_at}
+            for r in rows
+        ]
+
+
+def revoke_key(db: Database, id_or_name: str) -> list[str]:
+    """Revoke the key with this id, or every active key with this name; returns the ids."""
+    with db.session() as session:
+        rows = session.scalars(
+            select(ApiKey).where(or_(ApiKey.id == id_or_name, ApiKey.name == id_or_name),
+                                 ApiKey.revoked_at.is_(None))
+        ).all()
+        if not rows:
+            raise UnknownKey(f"no active key with id or name {id_or_name!r} (see `rebuttal keys list`)")
+        for row in rows:
+            row.revoked_at = utcnow()
+        return [r.id for r in rows]

@@ -1,0 +1,120 @@
+"""What the server needs from the pipelines, and the production implementation.
+
+Tests pass their own object with the same four methods; production loads one chat model on
+first use, shares it between FIRE and SPAR, and serialises calls (llama.cpp is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Protocol, runtime_checkable
+
+from rebuttal.types import FireResult, SparResult
+
+
+@runtime_checkable
+class Services(Protocol):
+    def analyze(self, text: str, id: str | None = None) -> FireResult: ...
+
+    def respond(self, text: str, id: str | None = None) -> FireResult: ...
+
+    def parse(self, text: str, lang: str = "en", track: str | None = None,
+              id: str | None = None) -> SparResult: ...
+
+    def health(self) -> dict[str, Any]:
+        """At least `model` (name or None), `model_loaded` (bool) and `memory_size` (int|None)."""
+        ...
+
+
+def _memory_size(obj: Any) -> int | None:
+    memory = getattr(obj, "memory", None)
+    if memory is None:
+        return None
+    records = getattr(memory, "records", None)
+    if records is not None:
+        return len(records)
+    try:
+        return len(memory)
+    except TypeError:
+        return None
+
+
+MODEL_KEYS = ("backend", "model", "base_url", "threads")
+FIRE_KEYS = ("web", "memory_path")
+
+
+class PipelineServices:
+    """FIRE and SPAR sharing one chat model, each built on first use.
+
+    `settings`: backend, model, base_url, threads (the model), web, memory_path (FIRE), and
+    `spar` (a dict of SparSettings fields). Prebuilt `fire`/`spar` objects may be passed in.
+    Calls are serialised unless the backend is an HTTP server that handles concurrency itself.
+    """
+
+    def __init__(self, settings: dict | None = None, *, fire: Any = None, spar: Any = None, model: Any = None):
+        self.settings = {k: v for k, v in (settings or {}).items() if v is not None}
+        unknown = set(self.settings) - {*MODEL_KEYS, *FIRE_KEYS, "spar"}
+        if unknown:
+            raise ValueError(f"unknown pipeline settings {sorted(unknown)}; use {', '.join((*MODEL_KEYS, *FIRE_KEYS, 'spar'))}")
+        self._model, self._fire, self._spar = model, fire, spar
+        self._build_lock = threading.RLock()
+        self._call_lock = threading.Lock()
+
+    def model(self):
+        with self._build_lock:
+            if self._model is None:
+                from rebuttal.llm import ModelSettings, load_model
+
+                config = ModelSettings()
+                for key in MODEL_KEYS:
+                    if key in self.settings:
+                        setattr(config, key, self.settings[key])
+                self._model = load_model(config)
+            return self._model
+
+    def fire(self):
+        with self._build_lock:
+            if self._fire is None:
+                from rebuttal.fire import build_system
+
+                self._fire = build_system("fire", model=self.model(), web=bool(self.settings.get("web")),
+                                          memory_path=self.settings.get("memory_path"))
+            return self._fire
+
+    def spar(self):
+        with self._build_lock:
+            if self._spar is None:
+                from rebuttal.spar import SparParser, SparSettings
+
+                self._spar = SparParser(self.model(), SparSettings(**self.settings.get("spar", {})))
+            return self._spar
+
+    def _serial(self):
+        model = self._model or getattr(self._fire, "model", None)
+        concurrent = type(model).__name__ == "OpenAICompatModel"  # the server queues requests itself
+        return contextlib.nullcontext() if concurrent else self._call_lock
+
+    def analyze(self, text: str, id: str | None = None) -> FireResult:
+        pipeline = self.fire()
+        with self._serial():
+            return pipeline.analyze(text, id=id)
+
+    def respond(self, text: str, id: str | None = None) -> FireResult:
+        pipeline = self.fire()
+        with self._serial():
+            return pipeline.respond(text, id=id)
+
+    def parse(self, text: str, lang: str = "en", track: str | None = None,
+              id: str | None = None) -> SparResult:
+        parser = self.spar()
+        with self._serial():
+            return parser.parse(text, lang=lang, track=track, id=id)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "model": getattr(self._model or getattr(self._fire, "model", None), "name", None) or self.settings.get("model"),
+            "model_loaded": self._model is not None or self._fire is not None,
+            "memory_size": _memory_size(self._fire),
+            "backend": self.settings.get("backend"),
+        }
