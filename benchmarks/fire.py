@@ -77,7 +77,7 @@ def policy_run(args, rows, model) -> list[str]:
     memory = Memory.load(args.memory) if args.memory else Memory.default()
     pipe = FirePipeline(model, memory, None, FireSettings())
     hits = Counter()
-    invalid = 0
+    invalid = nones = 0
     for row in rows:
         view, exemplars, _ = pipe._recall(row["hate_speech"], Trace(), memory)
         messages, _ = Analyst(model).messages(row["hate_speech"], exemplars, view)
@@ -87,15 +87,18 @@ def policy_run(args, rows, model) -> list[str]:
             output = generate_object(model, messages, AnalystOutput, max_tokens=220).value
         except StructuredOutputError:
             invalid += 1
-            output = AnalystOutput(is_hateful=True, target_group="Others", category=view.predicted, reasoning="fallback")
+            output = AnalystOutput(target_group="Others", category=view.predicted.value, reasoning="fallback")
+        proposed = output.hate_type or view.predicted  # "none" counts as the memory's category here
+        nones += output.hate_type is None
         for policy in CategoryPolicy:
-            category, _ = decide_category(output, view, policy)
+            category, _ = decide_category(proposed, output.override_reason, view, policy)
             hits[f"analyst, policy `{policy.value}`"] += category.value == gold
         print(f"{row['id']}: gold {gold} t̂ {view.predicted.value} model {output.category.value}", flush=True)
     n = len(rows)
     lines = ["| policy | category accuracy |", "|---|---|"]
     lines += [f"| {name} | {count / n:.3f} |" for name, count in hits.items()]
-    lines.append(f"\n{invalid} of {n} analyst outputs stayed invalid after the re-ask (fallback to t̂).")
+    lines.append(f"\n{invalid} of {n} analyst outputs stayed invalid after the re-ask (fallback to t̂); "
+                 f"the analyst called {nones} of {n} posts not hateful (all silver dev posts but a few are hateful).")
     return lines
 
 

@@ -83,8 +83,8 @@ class ListSearcher:
 
 
 def analysis(category, hateful=True, query="immigrant crime statistics", override=None):
-    return {"is_hateful": hateful, "target_group": "Immigrants", "category": category,
-            "reasoning": "Because of the claim.", "search_query": query, "override_reason": override}
+    return {"reasoning": "Because of the claim.", "target_group": "Immigrants",
+            "category": category if hateful else "none", "search_query": query, "override_reason": override}
 
 
 def pipeline(model, memory, searcher=None, **overrides):
@@ -103,7 +103,7 @@ def test_each_category_path(memory, category, word):
     assert result.memory.predicted == category and not result.memory.ambiguous
     assert result.reply.strategy == category.strategy
     if factual:
-        assert searcher.queries == ["q"]
+        assert searcher.queries == [f"q Immigrants are {word} bad"]  # query + the post's words
         assert [e.id for e in result.evidence] == ["ev-0001", "ev-0002"]
         assert result.reply.cited_evidence_ids == ["ev-0001"]
     else:  # no evidence for dehumanization and non-factual posts
@@ -147,7 +147,7 @@ def test_memory_and_free_policies(memory):
 
 
 def test_invalid_analyst_output_falls_back_to_memory(memory):
-    model = ScriptedChatModel(["not json", '{"is_hateful": "maybe"}', {"reply": "The data say otherwise [1], so please check."}])
+    model = ScriptedChatModel(["not json", '{"category": "maybe"}', {"reply": "The data say otherwise [1], so please check."}])
     result = pipeline(model, memory).respond("They are 80 percent of the problem")
     assert result.analysis.category == HateType.misinformation
     assert "analyst_fallback" in result.trace.flags and result.status == "flagged"
@@ -161,6 +161,7 @@ def test_non_hateful_input_gets_no_reply(memory):
     assert result.status == "not_hateful" and result.reply is None
     assert "not hateful" in result.message
     assert len(model.calls) == 1  # the generator never ran
+    assert "memory_disagrees_not_hateful" in result.trace.flags  # every memory record is hateful
 
 
 def test_citation_of_unretrieved_evidence_is_regenerated_then_flagged(memory):
@@ -181,6 +182,20 @@ def test_restating_the_claim_is_rejected():
     assert restated_run("Yes, immigrants are 50 percent of all criminals here.", post)
     assert restated_run("The claim about crime is not supported by data.", post) is None
     assert reply_problems("Immigrants are 50 percent of all criminals, sadly.", post, EVIDENCE)
+
+
+def test_numbers_not_in_the_evidence_are_rejected():
+    post = "Immigrants are 50 percent of all criminals"
+    assert reply_problems("A 2015 review found the opposite [1].", post, EVIDENCE)[0].startswith("it states 2015")
+    dated = [EVIDENCE[0]]  # dated 2020
+    assert reply_problems("The 2020 figures show no such thing [1].", post, dated) == []
+    assert reply_problems("Nowhere near 50 percent, the data show [1].", post, dated) == []
+
+
+def test_uncited_evidence_is_flagged(memory):
+    model = ScriptedChatModel([analysis("misinformation"), {"reply": "That is not what the data show at all, please look again."}])
+    result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
+    assert result.status == "flagged" and result.trace.flags == ["evidence_not_cited"]
 
 
 def test_search_failure_degrades_and_is_traced(memory):

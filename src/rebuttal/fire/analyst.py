@@ -44,19 +44,19 @@ def candidate_rule(view: MemoryView) -> str:
 
 
 def decide_category(
-    output: AnalystOutput, view: MemoryView | None, policy: CategoryPolicy
+    proposed: HateType, override_reason: str | None, view: MemoryView | None, policy: CategoryPolicy
 ) -> tuple[HateType, str | None]:
     """The final category and, when it differs from the model's, a note for the trace."""
     if view is None or policy is CategoryPolicy.free:
-        return output.category, None
+        return proposed, None
     if policy is CategoryPolicy.memory:
-        note = None if output.category == view.predicted else f"model said {output.category.value}; memory policy keeps {view.predicted.value}"
+        note = None if proposed == view.predicted else f"model said {proposed.value}; memory policy keeps {view.predicted.value}"
         return view.predicted, note
-    if output.category in view.candidates:
-        return output.category, None
-    if output.override_reason and output.override_reason.strip():
-        return output.category, f"override of {view.predicted.value}: {output.override_reason.strip()}"
-    return view.predicted, f"model chose {output.category.value} outside the candidates without a reason"
+    if proposed in view.candidates:
+        return proposed, None
+    if override_reason and override_reason.strip():
+        return proposed, f"override of {view.predicted.value}: {override_reason.strip()}"
+    return view.predicted, f"model chose {proposed.value} outside the candidates without a reason"
 
 
 class Analyst:
@@ -91,7 +91,10 @@ class Analyst:
             return AnalystTurn(analysis, messages, analysis.model_dump_json())
         step.latency_s, step.usage, step.attempts = result.latency_s, result.usage, result.attempts
         output = result.value
-        category, note = decide_category(output, view, self.policy)
+        if output.hate_type is None:  # the model's "none": not hateful, whatever the memory says
+            category, note = (view.predicted if view else HateType.nonfactual), "model: not hateful"
+        else:
+            category, note = decide_category(output.hate_type, output.override_reason, view, self.policy)
         if note:
             step.notes.append(note)
         query = (output.search_query or "").strip() or None
@@ -99,7 +102,7 @@ class Analyst:
             query = post[:160]
             step.notes.append("no search query from the model: the post is the query")
         analysis = Analysis(
-            is_hateful=output.is_hateful, target_group=output.target_group.strip() or "Others",
+            is_hateful=output.hate_type is not None, target_group=output.target_group.strip() or "Others",
             category=category, reasoning=output.reasoning.strip(),
             search_query=query if category.needs_evidence else None,
         )

@@ -40,8 +40,24 @@ def restated_run(reply: str, post: str) -> str | None:
     return None
 
 
+NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def unsupported_numbers(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
+    """Numbers (years, statistics) in the reply that neither the evidence nor the post contains:
+    a small model's way of citing a source it only remembers, e.g. from an exemplar reply."""
+    known = set(NUMBER.findall(post))
+    for item in evidence:
+        known.update(NUMBER.findall(" ".join(filter(None, (item.text, item.source, item.date)))))
+    body = CITATION.sub(" ", text)
+    return sorted({n for n in NUMBER.findall(body) if n not in known})
+
+
 def reply_problems(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
     problems = []
+    numbers = unsupported_numbers(text, post, evidence)
+    if numbers:
+        problems.append(f"it states {', '.join(numbers)}, which no retrieved evidence contains; use only the numbered evidence")
     unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
     if unknown:
         have = f"[1] to [{len(evidence)}]" if evidence else "none"
@@ -105,6 +121,8 @@ class Generator:
             step.notes.append("still failing after one regeneration: " + "; ".join(problems))
             trace.flag("reply_check_failed")
         cited = [evidence[n - 1].id for n in cited_numbers(text) if 1 <= n <= len(evidence)]
+        if evidence and not cited:
+            trace.flag("evidence_not_cited")
         return Reply(text=text, strategy=strategy, cited_evidence_ids=cited)
 
 

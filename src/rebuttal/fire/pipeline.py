@@ -130,7 +130,8 @@ class FirePipeline:
                 result.trace.flag("memory_disagrees_not_hateful")
             return
         if turn.analysis.category.needs_evidence and turn.analysis.search_query:
-            result.evidence = self.retrieve(turn.analysis.search_query, result.trace)
+            # The post's own words help the lexical half of the search when the query is vague.
+            result.evidence = self.retrieve(f"{turn.analysis.search_query} {result.text}"[:300], result.trace)
         if not reply:
             return
         task, version = generator_task(turn.analysis, result.evidence, exemplars)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from enum import StrEnum
+
 from pydantic import BaseModel, Field
 
 from rebuttal.llm import Message
@@ -121,11 +123,21 @@ class ReplyDraft(BaseModel):
     reply: str = Field(min_length=20, max_length=900)
 
 
+AnalystCategory = StrEnum("AnalystCategory", {**{t.name: t.value for t in HateType}, "none": "none"})
+
+
 class AnalystOutput(BaseModel):
-    # Field order is decoding order: the model reasons before it commits to labels.
+    """What the analyst model answers. Field order is decoding order: it reasons before it
+    labels. "Not hateful" is a sixth category, `none`: the embedded small models judged a
+    separate is_hateful flag badly (they answered false for posts they had just called false
+    claims about a group) but pick `none` correctly."""
+
     reasoning: str = Field(max_length=300)
     target_group: str = Field(max_length=40)
-    category: HateType
-    is_hateful: bool
+    category: AnalystCategory
     search_query: str | None = Field(default=None, max_length=160)
     override_reason: str | None = Field(default=None, max_length=200)
+
+    @property
+    def hate_type(self) -> HateType | None:
+        return None if self.category == "none" else HateType(self.category.value)
