@@ -17,6 +17,7 @@ app.add_typer(eval_app, name="eval")
 
 # Sub-apps of the subsystems: their modules import only typer and pydantic at the top.
 from rebuttal.evidence.commands import app as evidence_app  # noqa: E402
+from rebuttal.eval.fire_commands import eval_fire  # noqa: E402
 from rebuttal.eval.spar_commands import eval_spar_command  # noqa: E402
 from rebuttal.memory.commands import app as memory_app  # noqa: E402
 from rebuttal.server.commands import export_command, keys_app, serve_command  # noqa: E402
@@ -24,6 +25,7 @@ from rebuttal.spar.commands import parse_command  # noqa: E402
 
 app.add_typer(memory_app, name="memory")
 app.add_typer(evidence_app, name="evidence")
+eval_app.command("fire")(eval_fire)
 eval_app.command("spar")(eval_spar_command)
 app.command("parse")(parse_command)
 app.command("serve")(serve_command)

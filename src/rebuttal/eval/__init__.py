@@ -1,0 +1,1 @@
+"""Evaluation: counterspeech metrics, judges, significance tests and reports (FIRE), and the SPAR scorers."""

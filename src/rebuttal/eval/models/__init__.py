@@ -1,0 +1,1 @@
+"""Shipped weights and model cards of the evaluation judges (data only)."""
