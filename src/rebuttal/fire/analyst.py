@@ -91,6 +91,7 @@ class Analyst:
             return AnalystTurn(analysis, messages, analysis.model_dump_json())
         step.latency_s, step.usage, step.attempts = result.latency_s, result.usage, result.attempts
         output = result.value
+        step.notes.append(f"model category: {output.category.value}")
         if output.hate_type is None:  # the model's "none": not hateful, whatever the memory says
             category, note = (view.predicted if view else HateType.nonfactual), "model: not hateful"
         else:

@@ -19,7 +19,7 @@ from rebuttal.types import Analysis, EvidenceItem, Reply, Trace, TraceStep
 
 CITATION = re.compile(r"\[(\d{1,2})\]")
 WORD = re.compile(r"\w+", re.UNICODE)
-RESTATE_MIN_WORDS = 6  # a shared run this long copies the claim rather than referring to it
+RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
 
 
 def cited_numbers(text: str) -> list[int]:

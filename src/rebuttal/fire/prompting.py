@@ -120,7 +120,7 @@ def citation_rule(evidence: Sequence[EvidenceItem]) -> str:
 
 
 class ReplyDraft(BaseModel):
-    reply: str = Field(min_length=20, max_length=900)
+    reply: str = Field(min_length=20, max_length=600)  # 2-4 sentences; bounds decoding time
 
 
 AnalystCategory = StrEnum("AnalystCategory", {**{t.name: t.value for t in HateType}, "none": "none"})
