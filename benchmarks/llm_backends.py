@@ -81,17 +81,17 @@ def main() -> None:
     lines = [
         "# Embedded model speed (llama.cpp, CPU)",
         "",
-        f"Machine: {platform.machine()}, {args.threads} threads; prompt of {rows[0].get('prompt_tokens', '?')} tokens; "
-        f"{args.decode_tokens} greedy decode steps. Produced by `python benchmarks/llm_backends.py`.",
+        f"Machine: {platform.machine()}, {args.threads} threads; the same prompt text (token count per "
+        f"tokenizer below); {args.decode_tokens} greedy decode steps. Produced by `python benchmarks/llm_backends.py`.",
         "",
-        "| model | file MB | load s | prompt tok/s | decode tok/s | peak RSS MB |",
-        "|---|---|---|---|---|---|",
+        "| model | file MB | load s | prompt tokens | prompt tok/s | decode tok/s | peak RSS MB |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | error: {r['error']} | | | | |")
+            lines.append(f"| {r['model']} | error: {r['error']} | | | | | |")
         else:
-            lines.append(f"| {r['model']} | {r['file_mb']} | {r['load_s']} | {r['prompt_tok_s']} | "
+            lines.append(f"| {r['model']} | {r['file_mb']} | {r['load_s']} | {r['prompt_tokens']} | {r['prompt_tok_s']} | "
                          f"{r['decode_tok_s']} | {r['peak_rss_mb']} |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")

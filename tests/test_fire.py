@@ -181,6 +181,8 @@ def test_restating_the_claim_is_rejected():
     post = "Immigrants are 50 percent of all criminals in this country"
     assert restated_run("Yes, immigrants are 50 percent of all criminals here.", post)
     assert restated_run("The claim about crime is not supported by data.", post) is None
+    assert restated_run("The claim that immigrants are 50 percent of all criminals is false.", post) is None
+    assert restated_run('Saying "immigrants are 50 percent of all criminals" ignores the data.', post) is None
     assert reply_problems("Immigrants are 50 percent of all criminals, sadly.", post, EVIDENCE)
 
 

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 __version__ = "0.1.0"
 
 
@@ -27,6 +29,11 @@ def respond(text: str, **settings):
 
 def parse(text: str, lang: str = "en", track: str | None = None, **settings):
     """Structured hate parsing (SPAR-Hate) of one post."""
+    return _parser(**settings).parse(text, lang=lang, track=track)
+
+
+@lru_cache(maxsize=2)
+def _parser(**settings):
     from rebuttal.spar import default_parser
 
-    return default_parser(**settings).parse(text, lang=lang, track=track)
+    return default_parser(**settings)  # the model loads once, on first use

@@ -157,7 +157,12 @@ def show_fire(result) -> None:
 
 def _fire_command(text: str, reply: bool, json_output: bool, backend, model, base_url, threads, memory, web) -> None:
     from rebuttal.fire import build_system
+    from rebuttal.types import InputError, check_post
 
+    try:
+        check_post(text)  # before loading any model
+    except InputError as exc:
+        fail(f"invalid input: {exc}")
     try:
         pipeline = build_system("fire", model_settings=model_settings(backend, model, base_url, threads),
                                 memory_path=memory, web=web)

@@ -26,8 +26,15 @@ def cited_numbers(text: str) -> list[int]:
     return sorted({int(n) for n in CITATION.findall(text)})
 
 
+# Words just before a copied run that show the reply reports the claim rather than asserts it.
+DISTANCING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
+              "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
+              "not", "no", "never", "isn", "aren", "don", "doesn", "t", "false", "wrong", "untrue"}
+
+
 def restated_run(reply: str, post: str) -> str | None:
-    """The longest run of words the reply copies from the post, if long enough to restate it."""
+    """The longest run of words the reply copies from the post, if long enough to restate the
+    claim and not framed as a report of it ("the claim that ...", a negation, quotation marks)."""
     post_words = [w.lower() for w in WORD.findall(post)]
     reply_words = [w.lower() for w in WORD.findall(reply)]
     if not post_words or not reply_words:
@@ -35,9 +42,21 @@ def restated_run(reply: str, post: str) -> str | None:
     match = SequenceMatcher(None, post_words, reply_words, autojunk=False).find_longest_match()
     # Short posts: copying most of the post is a restatement even below the fixed minimum.
     needed = min(RESTATE_MIN_WORDS, max(4, int(0.8 * len(post_words))))
-    if match.size >= needed:
-        return " ".join(post_words[match.a : match.a + match.size])
-    return None
+    if match.size < needed:
+        return None
+    copied = " ".join(post_words[match.a : match.a + match.size])
+    before = set(reply_words[max(0, match.b - 4) : match.b])
+    if before & DISTANCING or _quoted(reply, copied):
+        return None
+    return copied
+
+
+def _quoted(reply: str, copied: str) -> bool:
+    """True when the copied words sit inside quotation marks in the reply."""
+    for quote in re.findall(r'["“«„](.+?)["”»“]', reply):
+        if copied in " ".join(w.lower() for w in WORD.findall(quote)):
+            return True
+    return False
 
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -132,7 +151,6 @@ def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem],
     text = template.render(
         category=analysis.category.value,
         target_group=analysis.target_group,
-        reasoning=analysis.reasoning,
         strategy=analysis.category.strategy,
         style_block=render_style_replies(exemplars, analysis.category),
         evidence_block=render_evidence(evidence),

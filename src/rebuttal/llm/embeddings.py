@@ -38,7 +38,11 @@ class MiniLM:
         # Never reach for a hub: everything is on disk.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         st = require("sentence_transformers", "memory")
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights" bars on every start are noise
         self.path = Path(path) if path else minilm_path()
         self.model = st.SentenceTransformer(str(self.path), device=device)
 
