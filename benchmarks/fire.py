@@ -32,13 +32,14 @@ def dev_items(path: Path, n: int) -> list[dict]:
 
 
 def subset_file(rows: list[dict], out_dir: Path) -> Path:
-    path = out_dir / f"dev_{len(rows)}.jsonl"
+    path = out_dir / f"dev_{len(rows)}.jsonl"  # the first n items, so smaller runs are prefixes
     path.write_text("".join(json.dumps({"id": r["id"], "text": r["hate_speech"]}) + "\n" for r in rows))
     return path
 
 
-def read_results(path: Path) -> dict[str, dict]:
-    return {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}
+def read_results(path: Path, ids: set[str]) -> dict[str, dict]:
+    rows = (json.loads(line) for line in path.read_text().splitlines())
+    return {row["id"]: row for row in rows if row["id"] in ids}
 
 
 def category_accuracy(results: dict[str, dict], gold: dict[str, str]) -> float:
@@ -53,6 +54,23 @@ def latency(results: dict[str, dict]) -> list[float]:
     return [sum(s["latency_s"] for s in r["trace"]["steps"]) for r in results.values() if r.get("trace")]
 
 
+def policy_accuracies(fire: dict[str, dict], gold: dict[str, str]) -> list[str]:
+    """The three category policies from one FIRE run: the analyst's trace keeps the model's own
+    category, the memory view keeps t̂, and the result's category is the shipped policy's."""
+    hits = Counter()
+    for item_id, category in gold.items():
+        row = fire.get(item_id) or {}
+        if not row.get("analysis") or not row.get("memory"):
+            continue
+        t_hat = row["memory"]["predicted"]
+        notes = [n for s in row["trace"]["steps"] if s["stage"] == "analyst" for n in s["notes"]]
+        said = next((n.split(": ", 1)[1] for n in notes if n.startswith("model category: ")), t_hat)
+        hits["memory t̂ only"] += t_hat == category
+        hits["free (the model's own category; `none` counted as t̂)"] += (t_hat if said == "none" else said) == category
+        hits["constrained (shipped)"] += row["analysis"]["category"] == category
+    return [f"| {name} | {count / len(gold):.3f} |" for name, count in hits.items()]
+
+
 def run_system(system: str, source: Path, out_dir: Path, model, memory_path: str | None, ablations=()) -> dict:
     from rebuttal.fire.batch import run_fire_batch
 
@@ -62,7 +80,8 @@ def run_system(system: str, source: Path, out_dir: Path, model, memory_path: str
     summary = run_fire_batch(source, out, system=system, ablations=ablations, model=model,
                              memory_path=memory_path, progress=True)
     print(f"{name}: {summary} in {time.perf_counter() - started:.0f}s", flush=True)
-    return read_results(out)
+    ids = {json.loads(line)["id"] for line in source.read_text().splitlines()}
+    return read_results(out, ids)
 
 
 def policy_run(args, rows, model) -> list[str]:
@@ -117,7 +136,8 @@ def main() -> None:
 
     rows = dev_items(args.dev, args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
-    out_dir = ROOT / "runs" / "bench" / f"{args.mode}-{args.model}-{Path(args.memory or 'bank').name}"
+    # Shared by the modes: the quality run reuses the latency run's items instead of redoing them.
+    out_dir = ROOT / "runs" / "bench" / f"{args.model}-{Path(args.memory or 'bank').name}"
     out_dir.mkdir(parents=True, exist_ok=True)
     source = subset_file(rows, out_dir)
     model = load_model(model=args.model, threads=args.threads)
@@ -150,6 +170,8 @@ def main() -> None:
             lines.append(f"| {name} | {category_accuracy(results, gold):.3f} | {replies} | {statuses['flagged']} | "
                          f"{statuses['error']} | {statuses['not_hateful']} |")
         fire = systems["fire"]
+        lines += ["", "Category policies measured on the FIRE run above:", "", "| policy | category accuracy |", "|---|---|"]
+        lines += policy_accuracies(fire, gold)
         replies = [r for r in fire.values() if r.get("reply")]
         passed = [r for r in replies if "reply_check_failed" not in r["trace"]["flags"]]
         factual = [r for r in replies if r["evidence"]]

@@ -194,6 +194,14 @@ def test_numbers_not_in_the_evidence_are_rejected():
     assert reply_problems("Nowhere near 50 percent, the data show [1].", post, dated) == []
 
 
+def test_evidence_used_without_a_marker_is_attributed(memory):
+    reply = {"reply": "Crime rates of immigrants are not higher than anyone else's, so please reconsider."}
+    model = ScriptedChatModel([analysis("misinformation"), reply])
+    result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
+    assert result.status == "ok" and result.reply.cited_evidence_ids == ["ev-0001"]
+    assert any("without a marker: ev-0001" in n for n in result.trace.steps[-1].notes)
+
+
 def test_uncited_evidence_is_flagged(memory):
     model = ScriptedChatModel([analysis("misinformation"), {"reply": "That is not what the data show at all, please look again."}])
     result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")

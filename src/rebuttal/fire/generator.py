@@ -72,6 +72,21 @@ def unsupported_numbers(text: str, post: str, evidence: Sequence[EvidenceItem]) 
     return sorted({n for n in NUMBER.findall(body) if n not in known})
 
 
+def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: int = 4) -> list[int]:
+    """Evidence numbers the reply draws on without citing: it repeats one of the item's numbers
+    (a statistic, a year) or a run of `min_run` of its words. Small models often use the facts
+    but drop the [n] marker; a reviewer still needs to see where each fact came from."""
+    reply_words = [w.lower() for w in WORD.findall(text)]
+    reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
+    used = []
+    for number, item in enumerate(evidence, 1):
+        item_words = [w.lower() for w in WORD.findall(item.text)]
+        shared = SequenceMatcher(None, item_words, reply_words, autojunk=False).find_longest_match()
+        if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
+            used.append(number)
+    return used
+
+
 def reply_problems(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
     problems = []
     numbers = unsupported_numbers(text, post, evidence)
@@ -139,7 +154,11 @@ class Generator:
         if problems:
             step.notes.append("still failing after one regeneration: " + "; ".join(problems))
             trace.flag("reply_check_failed")
-        cited = [evidence[n - 1].id for n in cited_numbers(text) if 1 <= n <= len(evidence)]
+        explicit = [n for n in cited_numbers(text) if 1 <= n <= len(evidence)]
+        implicit = [n for n in attributed_evidence(text, evidence) if n not in explicit]
+        if implicit:
+            step.notes.append("uses without a marker: " + ", ".join(evidence[n - 1].id for n in implicit))
+        cited = [evidence[n - 1].id for n in sorted({*explicit, *implicit})]
         if evidence and not cited:
             trace.flag("evidence_not_cited")
         return Reply(text=text, strategy=strategy, cited_evidence_ids=cited)
