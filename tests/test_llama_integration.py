@@ -17,6 +17,8 @@ class Judgement(BaseModel):
 
 @pytest.fixture(scope="module")
 def smollm():
+    import rebuttal.llm.llama_cpp  # noqa: F401 - sets the OpenMP wait policy before llama_cpp loads
+
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     try:
         if not check("smollm2-135m", verify=False).installed:
@@ -50,3 +52,22 @@ def test_shared_prefix_is_reused_from_the_kv_cache(smollm):
     follow = smollm.generate([*prefix, {"role": "assistant", "content": "Hello."},
                               {"role": "user", "content": "Again."}], max_tokens=8)
     assert follow.usage.cached_prompt_tokens >= 60  # the long system turn was not evaluated again
+
+
+def test_fire_end_to_end_on_the_tiny_model(smollm):
+    """The whole pipeline on real components (shipped memory, local evidence, llama.cpp):
+    whatever the tiny model says, the result is well formed and reviewable."""
+    from rebuttal.evidence import default_searcher
+    from rebuttal.fire import FirePipeline
+    from rebuttal.memory import Memory
+    from rebuttal.types import FireResult
+
+    pipeline = FirePipeline(smollm, Memory.default(), default_searcher())
+    result = pipeline.respond("Immigrants are flooding in and most of them end up as criminals.")
+    assert isinstance(result, FireResult) and result.status in {"ok", "flagged", "not_hateful"}
+    assert result.memory is not None and 0.0 <= result.memory.purity <= 1.0
+    assert [s.stage for s in result.trace.steps][:2] == ["memory", "analyst"]
+    assert result.trace.steps[1].model == "smollm2-135m" and result.trace.steps[1].prompt_version == "analyst.v1"
+    if result.reply is not None:
+        retrieved = {item.id for item in result.evidence}
+        assert set(result.reply.cited_evidence_ids) <= retrieved

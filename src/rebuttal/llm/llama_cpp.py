@@ -10,6 +10,12 @@ from pathlib import Path
 from rebuttal.llm.base import ChatModel, LLMError, Message, require
 from rebuttal.types import Usage
 
+# llama.cpp's OpenMP threads spin at every barrier by default; when anything else wants the
+# CPU (another model, the encoder, a web server) that spinning made prompt processing 8x and
+# decoding 20x slower here. Sleeping waits cost almost nothing on an idle machine. OpenMP
+# reads this once, when llama_cpp is first imported, so it is set before that can happen.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = 0
@@ -38,10 +44,6 @@ class LlamaCppModel(ChatModel):
         n_threads: int | None = None,
         seed: int = 0,
     ):
-        # llama.cpp's OpenMP threads spin at every barrier by default; when anything else wants
-        # the CPU (another model, the encoder, a web server) that spinning made prompt
-        # processing 8x and decoding 20x slower here. Sleeping waits cost almost nothing idle.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         llama_cpp = require("llama_cpp", "llama")
         path = Path(model_path)
         if not path.exists():
