@@ -45,7 +45,7 @@ def restated_run(reply: str, post: str) -> str | None:
     if match.size < needed:
         return None
     copied = " ".join(post_words[match.a : match.a + match.size])
-    before = set(reply_words[max(0, match.b - 4) : match.b])
+    before = set(reply_words[max(0, match.b - 8) : match.b])  # "the notion that ...", "it is false that ..."
     if before & DISTANCING or _quoted(reply, copied):
         return None
     return copied
