@@ -43,6 +43,7 @@ class LlamaCppModel(ChatModel):
         n_ctx: int = 4096,
         n_threads: int | None = None,
         seed: int = 0,
+        use_mmap: bool = False,
     ):
         llama_cpp = require("llama_cpp", "llama")
         path = Path(model_path)
@@ -51,8 +52,11 @@ class LlamaCppModel(ChatModel):
         self.name = name or path.stem
         self.n_threads = n_threads or int(os.environ.get("REBUTTAL_THREADS", 0)) or os.cpu_count() or 2
         self._lock = threading.Lock()  # one llama context is not thread-safe
+        # Without mmap the weights are read once: llama.cpp repacks them for the CPU anyway, and
+        # a mapped file kept both copies resident (peak RSS 1.96 GB vs 1.37 GB for the 1.5B).
         self._llm = llama_cpp.Llama(
-            model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads, seed=seed, verbose=False
+            model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads, seed=seed,
+            use_mmap=use_mmap, verbose=False,
         )
 
     @classmethod
