@@ -119,7 +119,7 @@ def test_each_category_path(memory, category, word):
 
 def test_ambiguous_memory_offers_the_top_two(memory):
     model = ScriptedChatModel([analysis("conspiracy"), {"reply": "There is no secret plan; the claim has no support [1]."}])
-    result = pipeline(model, memory).respond("Immigrants always act secretly")
+    result = pipeline(model, memory, policy=CategoryPolicy.constrained).respond("Immigrants always act secretly")
     assert result.memory.ambiguous and result.memory.purity < 0.62
     assert set(result.memory.candidates) == {HateType.stereotype, HateType.conspiracy}
     task = model.calls[0]["messages"][-1]["content"]
@@ -130,20 +130,23 @@ def test_ambiguous_memory_offers_the_top_two(memory):
 def test_constrained_policy_needs_a_reason_to_leave_the_candidates(memory):
     out = analysis("dehumanization", query=None)
     model = ScriptedChatModel([out, {"reply": "That is not true, as the data show [1]."}])
-    result = pipeline(model, memory).analyze("Immigrants are 90 percent of criminals")
+    result = pipeline(model, memory, policy=CategoryPolicy.constrained).analyze("Immigrants are 90 percent of criminals")
     assert result.analysis.category == HateType.misinformation  # kept t̂: no override reason
     assert any("without a reason" in n for n in result.trace.steps[1].notes)
     model = ScriptedChatModel([{**out, "override_reason": "it calls them vermin"}])
-    result = pipeline(model, memory).analyze("Immigrants are 90 percent of criminals")
+    result = pipeline(model, memory, policy=CategoryPolicy.constrained).analyze("Immigrants are 90 percent of criminals")
     assert result.analysis.category == HateType.dehumanization
 
 
 def test_memory_and_free_policies(memory):
     out = analysis("nonfactual", query=None)
     free = pipeline(ScriptedChatModel([out]), memory, policy=CategoryPolicy.free).analyze("they are vermin")
-    fixed = pipeline(ScriptedChatModel([out]), memory, policy=CategoryPolicy.memory).analyze("they are vermin")
+    model = ScriptedChatModel([out])
+    default = pipeline(model, memory).analyze("they are vermin")  # the shipped policy is `memory`
     assert free.analysis.category == HateType.nonfactual
-    assert fixed.analysis.category == HateType.dehumanization
+    assert default.analysis.category == HateType.dehumanization
+    assert "assigns the category dehumanization" in model.calls[0]["messages"][-1]["content"]
+    assert "model said nonfactual" in default.trace.steps[1].notes[-1]
 
 
 def test_invalid_analyst_output_falls_back_to_memory(memory):

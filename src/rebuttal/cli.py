@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from rebuttal.fire.analyst import CategoryPolicy
+
 app = typer.Typer(help="Read online hate speech and answer it.", no_args_is_help=True)
 models_app = typer.Typer(help="Embedded offline chat models (GGUF shipped in PyPI packages).")
 eval_app = typer.Typer(help="Score predictions against gold files.")
@@ -155,7 +157,8 @@ def show_fire(result) -> None:
                 f"generated {usage.completion_tokens}", dim=True)
 
 
-def _fire_command(text: str, reply: bool, json_output: bool, backend, model, base_url, threads, memory, web) -> None:
+def _fire_command(text: str, reply: bool, json_output: bool, backend, model, base_url, threads, memory, web,
+                  policy) -> None:
     from rebuttal.fire import build_system
     from rebuttal.types import InputError, check_post
 
@@ -165,7 +168,7 @@ def _fire_command(text: str, reply: bool, json_output: bool, backend, model, bas
         fail(f"invalid input: {exc}")
     try:
         pipeline = build_system("fire", model_settings=model_settings(backend, model, base_url, threads),
-                                memory_path=memory, web=web)
+                                memory_path=memory, web=web, policy=CategoryPolicy(policy.value))
     except Exception as exc:  # noqa: BLE001 - setup problems become one clear line
         fail(f"{type(exc).__name__}: {exc}")
     result = pipeline.respond(text) if reply else pipeline.analyze(text)
@@ -177,7 +180,15 @@ def _fire_command(text: str, reply: bool, json_output: bool, backend, model, bas
         raise typer.Exit(1)
 
 
+class Policy(StrEnum):
+    memory = "memory"
+    constrained = "constrained"
+    free = "free"
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the full result and trace as JSON")]
+PolicyOpt = Annotated[Policy, typer.Option(help="Category policy: memory t̂ (default, most accurate on silver dev), "
+                                           "constrained (the analyst picks among the memory's candidates), free")]
 MemoryOpt = Annotated[str | None, typer.Option(help="Memory index folder (default: the shipped exemplar bank)")]
 WebOpt = Annotated[bool, typer.Option("--web", help="Search the web (DuckDuckGo) before the local evidence store")]
 
@@ -185,17 +196,17 @@ WebOpt = Annotated[bool, typer.Option("--web", help="Search the web (DuckDuckGo)
 @app.command()
 def analyze(text: str, json_output: JsonOpt = False, backend: BackendOpt = None, model: ModelOpt = None,
             base_url: BaseUrlOpt = None, threads: ThreadsOpt = None, memory: MemoryOpt = None,
-            web: WebOpt = False) -> None:
+            web: WebOpt = False, policy: PolicyOpt = Policy.memory) -> None:
     """FIRE phase 1: is the post hateful, its target, category, reasoning, query and evidence."""
-    _fire_command(text, False, json_output, backend, model, base_url, threads, memory, web)
+    _fire_command(text, False, json_output, backend, model, base_url, threads, memory, web, policy)
 
 
 @app.command()
 def respond(text: str, json_output: JsonOpt = False, backend: BackendOpt = None, model: ModelOpt = None,
             base_url: BaseUrlOpt = None, threads: ThreadsOpt = None, memory: MemoryOpt = None,
-            web: WebOpt = False) -> None:
+            web: WebOpt = False, policy: PolicyOpt = Policy.memory) -> None:
     """Analyse a post and write an evidence-grounded reply for human review."""
-    _fire_command(text, True, json_output, backend, model, base_url, threads, memory, web)
+    _fire_command(text, True, json_output, backend, model, base_url, threads, memory, web, policy)
 
 
 class System(StrEnum):
@@ -218,7 +229,7 @@ def run(
     lexicon: Annotated[Path | None, typer.Option(help="SPAR: slang lexicon (STATE-ToxiCN format)")] = None,
     traces: Annotated[Path | None, typer.Option(help="SPAR: also write teacher traces here")] = None,
     backend: BackendOpt = None, model: ModelOpt = None, base_url: BaseUrlOpt = None, threads: ThreadsOpt = None,
-    memory: MemoryOpt = None, web: WebOpt = False,
+    memory: MemoryOpt = None, web: WebOpt = False, policy: PolicyOpt = Policy.memory,
     concurrency: Annotated[int, typer.Option(help="Parallel items (useful with HTTP backends)")] = 1,
     retry_errors: Annotated[bool, typer.Option(help="Run items whose earlier attempt failed again")] = False,
 ) -> None:
@@ -237,6 +248,7 @@ def run(
 
             summary = run_fire_batch(input, output, system=system.value, ablations=ablation or [],
                                      model_settings=settings, memory_path=memory, web=web,
+                                     policy=CategoryPolicy(policy.value),
                                      concurrency=concurrency, retry_errors=retry_errors)
     except (ValueError, OSError, ImportError) as exc:
         fail(str(exc))

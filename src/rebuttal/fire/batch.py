@@ -23,10 +23,11 @@ def run_fire_batch(
     concurrency: int = 1,
     retry_errors: bool = False,
     progress: bool = True,
+    **fire_overrides,
 ) -> BatchSummary:
     """Rows `{id, text}` (or silver rows with `hate_speech`) in; one FireResult row per id out."""
     items = list(items_from_rows(read_json_rows(input_path)))  # a missing file fails before any model loads
     runner = build_system(system, model=model, model_settings=model_settings,
-                          memory_path=memory_path, web=web, ablations=ablations)
+                          memory_path=memory_path, web=web, ablations=ablations, **fire_overrides)
     return run_batch(items, lambda item: runner.respond(item.text, id=item.id), output_path,
                      concurrency=concurrency, retry_errors=retry_errors, progress=progress)

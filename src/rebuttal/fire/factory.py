@@ -38,7 +38,7 @@ def build_system(
     needs_memory = system in ("few-shot", "retrieval") or (system == "fire" and (settings.use_memory or not settings.use_analyst))
     memory = _memory(memory_path) if needs_memory else None
     if system != "fire":
-        return Baseline(system, model, memory)
+        return Baseline(system, model, memory)  # single calls: FIRE settings do not apply
     searcher = None
     if settings.use_evidence:
         from rebuttal.evidence import default_searcher

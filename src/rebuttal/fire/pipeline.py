@@ -20,7 +20,7 @@ from rebuttal.types import (
 
 @dataclass
 class FireSettings:
-    policy: CategoryPolicy = CategoryPolicy.constrained
+    policy: CategoryPolicy = CategoryPolicy.memory  # the most accurate on silver dev (analyst.py)
     exemplars_shown: int = 3  # per category; prompts stay short on CPU
     evidence_k: int = 3
     use_memory: bool = True
