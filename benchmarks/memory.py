@@ -199,6 +199,7 @@ def accuracy(skip_full: bool, full_epochs: int) -> list[str]:
 
 
 def main() -> None:
+    global OUT  # --out redirects every write()
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,5000,100000,1000000")
     parser.add_argument("--skip-full", action="store_true", help="skip full fine-tuning")
@@ -206,7 +207,6 @@ def main() -> None:
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT, help="results file")
     args = parser.parse_args()
-    global OUT
     OUT = args.out
     lines = ["# FIRE memory benchmarks", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared with other jobs), "

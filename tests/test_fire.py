@@ -233,6 +233,8 @@ def test_ablations(memory):
     result = pipeline(model, memory, ablations=["no-analyst"]).respond("they are vermin")
     assert result.system == "fire-no-analyst" and len(model.calls) == 1
     assert result.analysis.category == HateType.dehumanization and result.reply is not None
+    with pytest.raises(ValueError, match="needs the memory"):
+        pipeline(model, memory, ablations=["no-analyst", "no-memory"])
 
 
 def test_prompt_injection_stays_data(memory):

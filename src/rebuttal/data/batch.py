@@ -110,7 +110,6 @@ def run_batch(
     concurrency: int = 1,
     retry_errors: bool = False,
     progress: bool = True,
-    total: int | None = None,
 ) -> BatchSummary:
     """Run `process` on every item not yet in `output`, appending one JSON row per item as it
     finishes. An exception in `process` becomes an error row; the run goes on."""

@@ -59,9 +59,8 @@ class FirePipeline:
         self.settings = settings or FireSettings()
         self.memory = memory if self.settings.use_memory else None
         self.searcher = searcher if self.settings.use_evidence else None
-        if not self.settings.use_analyst and memory is None:
+        if not self.settings.use_analyst and self.memory is None:
             raise ValueError("the no-analyst ablation needs the memory to choose the category")
-        self._category_memory = memory  # the single-pass ablation still uses it
         self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens)
         self.generator = Generator(model, self.settings.reply_max_tokens)
 
@@ -143,11 +142,11 @@ class FirePipeline:
 
     def _single_pass(self, result: FireResult, reply: bool) -> None:
         """Ablation `no-analyst`: one generation with the same memory and evidence access."""
-        view, exemplars, query = self._recall(result.text, result.trace, self._category_memory if self.settings.use_memory else None)
+        view, exemplars, query = self._recall(result.text, result.trace, self.memory)
         result.memory = view
         category = view.predicted
-        neighbours = [r for r in query.exemplars] if query is not None else []
-        if neighbours and sum(not r.is_hateful for r in neighbours) > len(neighbours) / 2:
+        neighbours = query.exemplars
+        if sum(not r.is_hateful for r in neighbours) > len(neighbours) / 2:
             result.status = "not_hateful"
             result.message = "No reply: most of the nearest memory records are not hateful (no analyst in this ablation)."
             return
@@ -167,8 +166,7 @@ class FirePipeline:
             style_block=render_style_replies(exemplars, category),
             evidence_block=render_evidence(result.evidence), citation_rule=citation_rule(result.evidence),
         ).strip()
-        note = f"nearest records, purity {view.purity:.2f}" if view else "none: memory disabled"
-        prefix = shared_prefix(result.text, exemplars if self.settings.use_memory else [], note)
+        prefix = shared_prefix(result.text, exemplars, f"nearest records, purity {view.purity:.2f}")
         result.reply = self.generator.run(
             result.text, prefix, task, template.version, result.evidence, category.strategy, result.trace
         )
