@@ -4,6 +4,7 @@ a small quality run against the three baselines. Results: benchmarks/results/fir
     python benchmarks/fire.py policy  --n 50 --memory runs/silver-memory
     python benchmarks/fire.py latency --n 20 --memory runs/silver-memory
     python benchmarks/fire.py quality --n 50 --memory runs/silver-memory [--model qwen2.5-0.5b]
+    python benchmarks/fire.py policies --n 20 --memory runs/silver-memory  # from a finished run
 
 Runs go through `rebuttal run`'s batch code into runs/bench/, so an interrupted benchmark
 resumes where it stopped.
@@ -67,7 +68,7 @@ def policy_accuracies(fire: dict[str, dict], gold: dict[str, str]) -> list[str]:
         said = next((n.split(": ", 1)[1] for n in notes if n.startswith("model category: ")), t_hat)
         hits["memory t̂ only"] += t_hat == category
         hits["free (the model's own category; `none` counted as t̂)"] += (t_hat if said == "none" else said) == category
-        hits["constrained (shipped)"] += row["analysis"]["category"] == category
+        hits["as run (the policy the run used)"] += row["analysis"]["category"] == category
     return [f"| {name} | {count / len(gold):.3f} |" for name, count in hits.items()]
 
 
@@ -123,7 +124,7 @@ def policy_run(args, rows, model) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["policy", "latency", "quality"])
+    parser.add_argument("mode", choices=["policy", "policies", "latency", "quality", "rss"])
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--dev", type=Path, default=DEV)
     parser.add_argument("--memory", help="saved memory folder (default: the shipped exemplar bank)")
@@ -138,13 +139,20 @@ def main() -> None:
     gold = {r["id"]: r["hs_type"] for r in rows}
     # Shared by the modes: the quality run reuses the latency run's items instead of redoing them.
     out_dir = ROOT / "runs" / "bench" / f"{args.model}-{Path(args.memory or 'bank').name}"
+    if args.mode == "rss":  # a fresh process that really generates: peak RSS of FIRE + RB
+        out_dir = ROOT / "runs" / "bench" / f"rss-{time.strftime('%H%M%S')}"
     out_dir.mkdir(parents=True, exist_ok=True)
     source = subset_file(rows, out_dir)
-    model = load_model(model=args.model, threads=args.threads)
+    model = None if args.mode == "policies" else load_model(model=args.model, threads=args.threads)
     header = (f"## {args.mode} — {args.model}, {args.threads} threads, {len(rows)} silver dev items, "
               f"memory {args.memory or 'shipped bank'} ({platform.machine()}, {time.strftime('%Y-%m-%d')})")
     if args.mode == "policy":
         lines = policy_run(args, rows, model)
+    elif args.mode == "policies":  # from an earlier FIRE run's traces, no model needed
+        fire = read_results(out_dir / "fire.jsonl", set(gold))
+        lines = ["| policy | category accuracy |", "|---|---|", *policy_accuracies(fire, gold), "",
+                 "“As run” is the policy of the FIRE run in that folder (`constrained` for the runs "
+                 "recorded here, made before `memory` became the default)."]
     elif args.mode == "latency":
         fire = run_system("fire", source, out_dir, model, args.memory)
         rb = run_system("retrieval", source, out_dir, model, args.memory)
@@ -160,6 +168,11 @@ def main() -> None:
             f"memory, evidence store, both systems): **{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024:.2f} GB** (target < 2.5 GB).",
             f"Prompt tokens reused from the KV cache per FIRE item: mean {statistics.mean(reused):.0f}.",
         ]
+    elif args.mode == "rss":
+        run_system("fire", source, out_dir, model, args.memory)
+        run_system("retrieval", source, out_dir, model, args.memory)
+        lines = [f"Peak RSS of one process running FIRE then the retrieval baseline on {len(rows)} items "
+                 f"(model, memory, evidence store): **{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024:.2f} GB** (target < 2.5 GB)."]
     else:
         systems = {name: run_system(name, source, out_dir, model, args.memory)
                    for name in ("fire", "zero-shot", "few-shot", "retrieval")}

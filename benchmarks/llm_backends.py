@@ -31,7 +31,7 @@ def measure(name: str, threads: int, decode_tokens: int) -> dict:
 
     path = model_path(name)
     started = time.perf_counter()
-    llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, verbose=False, seed=0)
+    llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, verbose=False, seed=0, use_mmap=False)
     load_s = time.perf_counter() - started
 
     tokens = llm.tokenize(PROMPT.encode(), add_bos=True)
