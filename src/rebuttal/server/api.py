@@ -175,22 +175,24 @@ def _job_view(job: Job) -> dict:
             "results_url": f"/v1/jobs/{job.id}/results"}
 
 
+def _job_or_404(session, job_id: str) -> Job:
+    job = session.get(Job, job_id)
+    if job is None:
+        raise ApiError(404, f"job {job_id} not found")
+    return job
+
+
 @router.get("/jobs/{job_id}", summary="status and progress of a batch job")
 def job_status(request: Request, job_id: str, who: Who):
     with state_of(request).db.session() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            raise ApiError(404, f"job {job_id} not found")
-        return _job_view(job)
+        return _job_view(_job_or_404(session, job_id))
 
 
 @router.get("/jobs/{job_id}/results", summary="results of a batch job, in input order, paged")
 def job_results(request: Request, job_id: str, who: Who, offset: Annotated[int, Query(ge=0)] = 0,
                 limit: Annotated[int, Query(ge=1, le=500)] = 100):
     with state_of(request).db.session() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            raise ApiError(404, f"job {job_id} not found")
+        job = _job_or_404(session, job_id)
         rows = session.execute(
             select(JobItem, ResultRow, ReviewItem.id)
             .outerjoin(ResultRow, ResultRow.id == JobItem.result_id)
