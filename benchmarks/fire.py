@@ -99,7 +99,7 @@ def policy_run(args, rows, model) -> list[str]:
     hits = Counter()
     invalid = nones = 0
     for row in rows:
-        view, exemplars, _ = pipe._recall(row["hate_speech"], Trace(), memory)
+        view, exemplars, _ = pipe._recall(row["hate_speech"], Trace())
         messages, _ = Analyst(model).messages(row["hate_speech"], exemplars, view)
         gold = row["hs_type"]
         hits["memory t̂ only (no LLM)"] += view.predicted.value == gold

@@ -99,11 +99,11 @@ class FirePipeline:
             result.message = "needs a reviewer's attention: " + ", ".join(result.trace.flags)
         return result
 
-    def _recall(self, post: str, trace: Trace, memory) -> tuple[MemoryView | None, list[Exemplar], object]:
-        if memory is None:
+    def _recall(self, post: str, trace: Trace) -> tuple[MemoryView | None, list[Exemplar], object]:
+        if self.memory is None:
             return None, [], None
         started = time.perf_counter()
-        query = memory.query(post)
+        query = self.memory.query(post)
         view = query.view()
         shown = []
         for category in view.candidates:
@@ -117,7 +117,7 @@ class FirePipeline:
         return view, shown, query
 
     def _heal_and_care(self, result: FireResult, reply: bool) -> None:
-        view, exemplars, query = self._recall(result.text, result.trace, self.memory)
+        view, exemplars, query = self._recall(result.text, result.trace)
         result.memory = view
         turn = self.analyst.run(result.text, exemplars, view, result.trace)
         result.analysis = turn.analysis
@@ -142,7 +142,7 @@ class FirePipeline:
 
     def _single_pass(self, result: FireResult, reply: bool) -> None:
         """Ablation `no-analyst`: one generation with the same memory and evidence access."""
-        view, exemplars, query = self._recall(result.text, result.trace, self.memory)
+        view, exemplars, query = self._recall(result.text, result.trace)
         result.memory = view
         category = view.predicted
         neighbours = query.exemplars
