@@ -175,24 +175,24 @@ def _job_view(job: Job) -> dict:
             "results_url": f"/v1/jobs/{job.id}/results"}
 
 
-def _job_or_404(session, job_id: str) -> Job:
-    job = session.get(Job, job_id)
-    if job is None:
-        raise ApiError(404, f"job {job_id} not found")
-    return job
+def _get_or_404(session, table, key, what: str):
+    row = session.get(table, key)
+    if row is None:
+        raise ApiError(404, f"{what} {key} not found")
+    return row
 
 
 @router.get("/jobs/{job_id}", summary="status and progress of a batch job")
 def job_status(request: Request, job_id: str, who: Who):
     with state_of(request).db.session() as session:
-        return _job_view(_job_or_404(session, job_id))
+        return _job_view(_get_or_404(session, Job, job_id, "job"))
 
 
 @router.get("/jobs/{job_id}/results", summary="results of a batch job, in input order, paged")
 def job_results(request: Request, job_id: str, who: Who, offset: Annotated[int, Query(ge=0)] = 0,
                 limit: Annotated[int, Query(ge=1, le=500)] = 100):
     with state_of(request).db.session() as session:
-        job = _job_or_404(session, job_id)
+        job = _get_or_404(session, Job, job_id, "job")
         rows = session.execute(
             select(JobItem, ResultRow, ReviewItem.id)
             .outerjoin(ResultRow, ResultRow.id == JobItem.result_id)
@@ -209,9 +209,7 @@ def job_results(request: Request, job_id: str, who: Who, offset: Annotated[int, 
 @router.get("/results/{result_id}", summary="one stored result with its trace")
 def get_result(request: Request, result_id: str, who: Who):
     with state_of(request).db.session() as session:
-        row = session.get(ResultRow, result_id)
-        if row is None:
-            raise ApiError(404, f"result {result_id} not found")
+        row = _get_or_404(session, ResultRow, result_id, "result")
         return {"result_id": row.id, "kind": row.kind, "created_at": row.created_at.isoformat(),
                 "key_name": row.key_name, "job_id": row.job_id, "result": {**row.result, "trace": row.trace}}
 
@@ -261,9 +259,7 @@ def _review_action(request: Request, action, *args):
 @router.get("/review/{review_id}", summary="one review item with its evidence and audit log")
 def review_item(request: Request, review_id: int, who: Who):
     with state_of(request).db.session() as session:
-        item = session.get(ReviewItem, review_id)
-        if item is None:
-            raise ApiError(404, f"review item {review_id} not found")
+        item = _get_or_404(session, ReviewItem, review_id, "review item")
         return review.item_view(item, session.get(ResultRow, item.result_id), review.audit_log(session, item.id))
 
 
