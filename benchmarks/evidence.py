@@ -27,6 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from provenance import header  # noqa: E402
+
 from rebuttal.evidence.corpus import Passage, read_memory_evidence, read_passages, starter_corpus_path  # noqa: E402
 from rebuttal.evidence.store import LocalEvidenceStore  # noqa: E402
 from rebuttal.llm.embeddings import load_minilm  # noqa: E402
@@ -177,10 +179,10 @@ def main() -> None:
     load_minilm()  # load once, outside every timing
     starter = read_passages(starter_corpus_path())
     queries = OFF_TOPIC[:5] + [p.keywords[0] for p in starter[:45] if p.keywords]
-    report = ["# Evidence store benchmark", "",
-              f"Machine: {platform.machine()}, {platform.python_version()}, "
-              f"{__import__('os').cpu_count()} CPU cores (shared with other jobs). "
-              f"Encoder: all-MiniLM-L6-v2 on CPU. Date: {time.strftime('%Y-%m-%d')}.", ""]
+    report = header("Evidence store benchmark",
+                    split="silver FactualCS train (retrieval quality, relevance floor); starter corpus and a "
+                          "synthetic 20k corpus (latency)",
+                    model="none (no chat model)", memory="all-MiniLM-L6-v2 encoder on CPU, BM25 (bm25s)")
     if (args.shared / "factualcs-silver" / "train.jsonl").exists():
         lines, _ = quality(args.shared)
         report += ["## Retrieval quality by fusion (silver FactualCS train)", "", *lines, ""]

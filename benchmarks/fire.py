@@ -1,205 +1,212 @@
-"""FIRE on the silver dev split: category policies, latency/RSS vs the retrieval baseline, and
-a small quality run against the three baselines. Results: benchmarks/results/fire.md.
+"""FIRE's drafts on silver dev against the single-call baselines: checks, latency, category, and
+a blind grade with the reply rubric. Results: benchmarks/results/fire.md (written whole).
 
-    python benchmarks/fire.py policy  --n 50 --memory runs/silver-memory
-    python benchmarks/fire.py latency --n 20 --memory runs/silver-memory
-    python benchmarks/fire.py quality --n 50 --memory runs/silver-memory [--model qwen2.5-0.5b]
-    python benchmarks/fire.py policies --n 20 --memory runs/silver-memory  # from a finished run
+    python benchmarks/fire.py run --n 106 --graded 40      # resumable; FIRE on n, baselines on the graded items
+    python benchmarks/fire.py sheet --graded 40             # blind sheet: shuffled, systems hidden
+    python benchmarks/fire.py report --n 106 --graded 40    # fire.md from the runs (+ grades, if present)
 
-Runs go through `rebuttal run`'s batch code into runs/bench/, so an interrupted benchmark
-resumes where it stopped.
+Runs go through `rebuttal run`'s batch code into runs/bench/, so an interrupted run resumes.
+Grades are read from benchmarks/grades/fire-dev.jsonl ({"key", "verdict", "why"}), written by
+the grader from the sheet; the key maps back to the system only here.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import platform
-import resource
+import random
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import header  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "fire.md"
+GRADES = ROOT / "benchmarks" / "grades" / "fire-dev.jsonl"
 DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
+OUT = ROOT / "runs" / "bench" / "fire-dev"
+BASELINES = ("zero-shot", "retrieval")
+VERDICTS = ("usable", "fixable", "unusable", "harmful")
 
 
-def dev_items(path: Path, n: int) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def dev_rows(n: int) -> list[dict]:
+    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines() if line.strip()]
     return rows[:n]
 
 
-def subset_file(rows: list[dict], out_dir: Path) -> Path:
-    path = out_dir / f"dev_{len(rows)}.jsonl"  # the first n items, so smaller runs are prefixes
+def source_file(rows: list[dict], name: str) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.jsonl"
     path.write_text("".join(json.dumps({"id": r["id"], "text": r["hate_speech"]}) + "\n" for r in rows))
     return path
 
 
-def read_results(path: Path, ids: set[str]) -> dict[str, dict]:
-    rows = (json.loads(line) for line in path.read_text().splitlines())
-    return {row["id"]: row for row in rows if row["id"] in ids}
+def results(system: str, ids: list[str]) -> dict[str, dict]:
+    path = OUT / f"{system}.jsonl"
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("id") in ids:
+            rows[row["id"]] = row
+    return rows
 
 
-def category_accuracy(results: dict[str, dict], gold: dict[str, str]) -> float:
-    hits = sum(
-        1 for item_id, category in gold.items()
-        if (results.get(item_id) or {}).get("analysis") and results[item_id]["analysis"]["category"] == category
-    )
-    return hits / len(gold)
-
-
-def latency(results: dict[str, dict]) -> list[float]:
-    return [sum(s["latency_s"] for s in r["trace"]["steps"]) for r in results.values() if r.get("trace")]
-
-
-def policy_accuracies(fire: dict[str, dict], gold: dict[str, str]) -> list[str]:
-    """The three category policies from one FIRE run: the analyst's trace keeps the model's own
-    category, the memory view keeps t̂, and the result's category is the shipped policy's."""
-    hits = Counter()
-    for item_id, category in gold.items():
-        row = fire.get(item_id) or {}
-        if not row.get("analysis") or not row.get("memory"):
-            continue
-        t_hat = row["memory"]["predicted"]
-        notes = [n for s in row["trace"]["steps"] if s["stage"] == "analyst" for n in s["notes"]]
-        said = next((n.split(": ", 1)[1] for n in notes if n.startswith("model category: ")), t_hat)
-        hits["memory t̂ only"] += t_hat == category
-        hits["free (the model's own category; `none` counted as t̂)"] += (t_hat if said == "none" else said) == category
-        hits["as run (the policy the run used)"] += row["analysis"]["category"] == category
-    return [f"| {name} | {count / len(gold):.3f} |" for name, count in hits.items()]
-
-
-def run_system(system: str, source: Path, out_dir: Path, model, memory_path: str | None, ablations=()) -> dict:
+def run(args) -> None:
     from rebuttal.fire.batch import run_fire_batch
+    from rebuttal.llm import ModelSettings, load_model
 
-    name = system + "".join(f"-{a}" for a in ablations)
-    out = out_dir / f"{name}.jsonl"
-    started = time.perf_counter()
-    summary = run_fire_batch(source, out, system=system, ablations=ablations, model=model,
-                             memory_path=memory_path, progress=True)
-    print(f"{name}: {summary} in {time.perf_counter() - started:.0f}s", flush=True)
-    ids = {json.loads(line)["id"] for line in source.read_text().splitlines()}
-    return read_results(out, ids)
+    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
+    rows = dev_rows(args.n)
+    graded = source_file(rows[: args.graded], f"dev_{args.graded}")
+    # FIRE first on the graded items, then the baselines on the same items, then FIRE on the rest.
+    run_fire_batch(graded, OUT / "fire.jsonl", system="fire", model=model)
+    for system in BASELINES:
+        run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
+    run_fire_batch(source_file(rows, f"dev_{args.n}"), OUT / "fire.jsonl", system="fire", model=model)
 
 
-def policy_run(args, rows, model) -> list[str]:
-    """One analyst call per item; the three policies differ only in how its answer is used."""
-    from rebuttal.fire.analyst import Analyst, CategoryPolicy, decide_category
-    from rebuttal.fire.pipeline import FirePipeline, FireSettings
-    from rebuttal.fire.prompting import AnalystOutput
-    from rebuttal.llm import StructuredOutputError, generate_object
-    from rebuttal.memory import Memory
-    from rebuttal.types import Trace
+def blind_key(system: str, item_id: str) -> str:
+    return hashlib.sha256(f"{system}:{item_id}".encode()).hexdigest()[:10]
 
-    memory = Memory.load(args.memory) if args.memory else Memory.default()
-    pipe = FirePipeline(model, memory, None, FireSettings())
-    hits = Counter()
-    invalid = nones = 0
-    for row in rows:
-        view, exemplars, _ = pipe._recall(row["hate_speech"], Trace())
-        messages, _ = Analyst(model).messages(row["hate_speech"], exemplars, view)
-        gold = row["hs_type"]
-        hits["memory t̂ only (no LLM)"] += view.predicted.value == gold
-        try:
-            output = generate_object(model, messages, AnalystOutput, max_tokens=220).value
-        except StructuredOutputError:
-            invalid += 1
-            output = AnalystOutput(target_group="Others", category=view.predicted.value, reasoning="fallback")
-        proposed = output.hate_type or view.predicted  # "none" counts as the memory's category here
-        nones += output.hate_type is None
-        for policy in CategoryPolicy:
-            category, _ = decide_category(proposed, output.override_reason, view, policy)
-            hits[f"analyst, policy `{policy.value}`"] += category.value == gold
-        print(f"{row['id']}: gold {gold} t̂ {view.predicted.value} model {output.category.value}", flush=True)
-    n = len(rows)
-    lines = ["| policy | category accuracy |", "|---|---|"]
-    lines += [f"| {name} | {count / n:.3f} |" for name, count in hits.items()]
-    lines.append(f"\n{invalid} of {n} analyst outputs stayed invalid after the re-ask (fallback to t̂); "
-                 f"the analyst called {nones} of {n} posts not hateful (all silver dev posts but a few are hateful).")
+
+def sheet(args) -> None:
+    """Every graded item's reply from every system, shuffled, with only a key to tell them apart."""
+    rows = dev_rows(args.graded)
+    ids = [r["id"] for r in rows]
+    posts = {r["id"]: r["hate_speech"] for r in rows}
+    entries = []
+    for system in ("fire", *BASELINES):
+        for item_id, row in results(system, ids).items():
+            if row.get("reply"):
+                entries.append({"key": blind_key(system, item_id), "post": posts[item_id], "reply": row["reply"]["text"]})
+    random.Random(7).shuffle(entries)
+    path = OUT / "blind_sheet.jsonl"
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+    print(f"{len(entries)} replies -> {path}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def latency(row: dict) -> float:
+    return sum(step["latency_s"] for step in row["trace"]["steps"])
+
+
+def judged_checks(rows: dict[str, dict]) -> dict[str, list]:
+    """Every system's final reply through the same checks (MiniLM relevance included)."""
+    from rebuttal.fire.generator import DraftJudge
+    from rebuttal.llm.embeddings import load_minilm
+    from rebuttal.types import EvidenceItem
+
+    judge = DraftJudge(load_minilm())
+    out = {}
+    for item_id, row in rows.items():
+        if row.get("reply"):
+            evidence = [EvidenceItem(**e) for e in row.get("evidence") or []]
+            out[item_id] = judge.judge(row["reply"]["text"], row["text"], evidence, [], None, False)
+    return out
+
+
+def first_draft_failures(rows: dict[str, dict]) -> Counter:
+    counts: Counter = Counter()
+    for row in rows.values():
+        notes = [n for s in row["trace"]["steps"] if s["stage"] == "generator" for n in s["notes"]]
+        first = next((n for n in notes if n.startswith("draft 1: ")), "")
+        if first.startswith("draft 1: failed "):
+            counts.update(first.removeprefix("draft 1: failed ").split(", "))
+    return counts
+
+
+def system_table(systems: dict[str, dict[str, dict]], gold: dict[str, str]) -> list[str]:
+    lines = ["| system | items | replies | status ok | flagged | not hateful | errors | all checks pass (same judge) "
+             "| category acc. | p50 s | p90 s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, rows in systems.items():
+        statuses = Counter(r["status"] for r in rows.values())
+        checks = judged_checks(rows)
+        passing = sum(all(c.passed for c in cs) for cs in checks.values())
+        correct = sum(1 for i, r in rows.items() if r.get("analysis") and r["analysis"]["category"] == gold[i])
+        times = [latency(r) for r in rows.values() if r.get("trace")]
+        lines.append(f"| {name} | {len(rows)} | {len(checks)} | {statuses['ok']} | {statuses['flagged']} | "
+                     f"{statuses['not_hateful']} | {statuses['error']} | {passing}/{len(checks)} | "
+                     f"{correct / max(1, len(rows)):.3f} | {percentile(times, 0.5):.1f} | {percentile(times, 0.9):.1f} |")
     return lines
+
+
+def check_table(fire: dict[str, dict]) -> list[str]:
+    from rebuttal.fire.checks import CHECKS
+
+    replies = [r for r in fire.values() if r.get("reply")]
+    before = first_draft_failures(fire)
+    lines = ["| check | first draft failed | kept draft failed |", "|---|---|---|"]
+    for name in CHECKS:
+        after = sum(1 for r in replies if any(c["name"] == name and not c["passed"] for c in r["reply"]["checks"]))
+        lines.append(f"| {name} | {before[name]}/{len(replies)} | {after}/{len(replies)} |")
+    return lines
+
+
+def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
+    if not GRADES.exists():
+        return ["No grades yet (benchmarks/grades/fire-dev.jsonl is absent)."]
+    grades = {g["key"]: g for g in map(json.loads, GRADES.read_text().splitlines())}
+    lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable among status ok | "
+             "off-topic or contradicting with status ok |", "|---|---|" + "---|" * (len(VERDICTS) + 3)]
+    for name, rows in systems.items():
+        graded = {i: grades[blind_key(name, i)] for i in rows if blind_key(name, i) in grades}
+        verdicts = Counter(g["verdict"] for g in graded.values())
+        ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
+        ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
+        bad_ok = sum(any(w in g.get("why", "") for w in ("off-topic", "contradict")) for g in ok.values())
+        lines.append(f"| {name} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
+                     + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {ok_usable}/{len(ok)} | {bad_ok} |")
+    return lines
+
+
+def report(args) -> None:
+    rows = dev_rows(args.n)
+    gold = {r["id"]: r["hs_type"] for r in rows}
+    graded_ids = [r["id"] for r in rows[: args.graded]]
+    fire_all = results("fire", list(gold))
+    same_items = {"fire": {i: r for i, r in fire_all.items() if i in graded_ids},
+                  **{s: results(s, graded_ids) for s in BASELINES}}
+    f50 = percentile([latency(r) for r in same_items["fire"].values()], 0.5)
+    r50 = percentile([latency(r) for r in same_items["retrieval"].values()], 0.5)
+    lines = header("FIRE drafts on silver dev", split=f"silver dev round 1 (first {args.n} items for FIRE; the first "
+                   f"{args.graded} for the baselines and the blind grade); settings were chosen on dev and on train "
+                   "cross-validation, so these are dev numbers, not test numbers",
+                   model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
+                   memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model and hate gate")
+    lines += ["## All FIRE items (shipped defaults)", "", *system_table({"fire": fire_all}, gold), "",
+              "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
+              f"## Same {args.graded} items, same run: FIRE vs single-call baselines", "",
+              *system_table(same_items, gold), "",
+              f"Median latency FIRE / retrieval baseline: **{f50 / r50:.2f}** (target <= 1.5).", "",
+              "## Blind grade with the reply rubric (shared/docs/reply-rubric.md)", "",
+              "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "
+              "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
+              "Not an independent human judgement.", "", *grade_table(same_items), ""]
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["policy", "policies", "latency", "quality", "rss"])
-    parser.add_argument("--n", type=int, default=20)
-    parser.add_argument("--dev", type=Path, default=DEV)
-    parser.add_argument("--memory", help="saved memory folder (default: the shipped exemplar bank)")
+    parser.add_argument("mode", choices=["run", "sheet", "report"])
+    parser.add_argument("--n", type=int, default=106)
+    parser.add_argument("--graded", type=int, default=40)
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    if not args.dev.exists():
-        sys.exit(f"needs the silver dev split at {args.dev}")
-    from rebuttal.llm import load_model
-
-    rows = dev_items(args.dev, args.n)
-    gold = {r["id"]: r["hs_type"] for r in rows}
-    # Shared by the modes: the quality run reuses the latency run's items instead of redoing them.
-    out_dir = ROOT / "runs" / "bench" / f"{args.model}-{Path(args.memory or 'bank').name}"
-    if args.mode == "rss":  # a fresh process that really generates: peak RSS of FIRE + RB
-        out_dir = ROOT / "runs" / "bench" / f"rss-{time.strftime('%H%M%S')}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    source = subset_file(rows, out_dir)
-    model = None if args.mode == "policies" else load_model(model=args.model, threads=args.threads)
-    header = (f"## {args.mode} — {args.model}, {args.threads} threads, {len(rows)} silver dev items, "
-              f"memory {args.memory or 'shipped bank'} ({platform.machine()}, {time.strftime('%Y-%m-%d')})")
-    if args.mode == "policy":
-        lines = policy_run(args, rows, model)
-    elif args.mode == "policies":  # from an earlier FIRE run's traces, no model needed
-        fire = read_results(out_dir / "fire.jsonl", set(gold))
-        lines = ["| policy | category accuracy |", "|---|---|", *policy_accuracies(fire, gold), "",
-                 "“As run” is the policy of the FIRE run in that folder (`constrained` for the runs "
-                 "recorded here, made before `memory` became the default)."]
-    elif args.mode == "latency":
-        fire = run_system("fire", source, out_dir, model, args.memory)
-        rb = run_system("retrieval", source, out_dir, model, args.memory)
-        f_lat, r_lat = latency(fire), latency(rb)
-        ratio = statistics.mean(f_lat) / statistics.mean(r_lat)
-        reused = [sum(s["usage"]["cached_prompt_tokens"] for s in r["trace"]["steps"]) for r in fire.values() if r.get("trace")]
-        lines = [
-            "| system | mean s/item | median s/item | category accuracy |", "|---|---|---|---|",
-            f"| FIRE | {statistics.mean(f_lat):.1f} | {statistics.median(f_lat):.1f} | {category_accuracy(fire, gold):.3f} |",
-            f"| retrieval baseline | {statistics.mean(r_lat):.1f} | {statistics.median(r_lat):.1f} | {category_accuracy(rb, gold):.3f} |",
-            "",
-            f"FIRE/RB latency ratio: **{ratio:.2f}** (target <= 2.0). Peak RSS of the process (model, "
-            f"memory, evidence store, both systems): **{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024:.2f} GB** (target < 2.5 GB).",
-            f"Prompt tokens reused from the KV cache per FIRE item: mean {statistics.mean(reused):.0f}.",
-        ]
-    elif args.mode == "rss":
-        run_system("fire", source, out_dir, model, args.memory)
-        run_system("retrieval", source, out_dir, model, args.memory)
-        lines = [f"Peak RSS of one process running FIRE then the retrieval baseline on {len(rows)} items "
-                 f"(model, memory, evidence store): **{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024:.2f} GB** (target < 2.5 GB)."]
-    else:
-        systems = {name: run_system(name, source, out_dir, model, args.memory)
-                   for name in ("fire", "zero-shot", "few-shot", "retrieval")}
-        lines = ["| system | category accuracy | replies | flagged | errors | not hateful |", "|---|---|---|---|---|---|"]
-        for name, results in systems.items():
-            statuses = Counter(r["status"] for r in results.values())
-            replies = sum(1 for r in results.values() if r.get("reply"))
-            lines.append(f"| {name} | {category_accuracy(results, gold):.3f} | {replies} | {statuses['flagged']} | "
-                         f"{statuses['error']} | {statuses['not_hateful']} |")
-        fire = systems["fire"]
-        lines += ["", "Category policies measured on the FIRE run above:", "", "| policy | category accuracy |", "|---|---|"]
-        lines += policy_accuracies(fire, gold)
-        replies = [r for r in fire.values() if r.get("reply")]
-        passed = [r for r in replies if "reply_check_failed" not in r["trace"]["flags"]]
-        factual = [r for r in replies if r["evidence"]]
-        citing = [r for r in factual if r["reply"]["cited_evidence_ids"]]
-        lines += [
-            "",
-            f"FIRE reply checks (citations only of retrieved evidence, no restated claim): "
-            f"{len(passed)}/{len(replies)} passed ({len(passed) / max(1, len(replies)):.1%}).",
-            f"FIRE replies with evidence that cite at least one item: {len(citing)}/{len(factual)}.",
-        ]
-    text = header + "\n\n" + "\n".join(lines) + "\n"
-    print(text)
-    previous = RESULTS.read_text() if RESULTS.exists() else "# FIRE benchmarks\n\nProduced by `python benchmarks/fire.py MODE`.\n"
-    sections = [s for s in previous.split("\n## ") if not s.startswith(f"{args.mode} —")]
-    RESULTS.write_text("\n## ".join(sections).rstrip() + "\n\n" + text)
+    if not DEV.exists():
+        sys.exit(f"needs the silver dev split at {DEV}")
+    {"run": run, "sheet": sheet, "report": report}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from provenance import header  # noqa: E402
+
 from rebuttal.data.factualcs import MemoryRecord, load_bank, load_records  # noqa: E402
 from rebuttal.memory import BaseEncoder, HeadEncoder, Memory, brute_force_search  # noqa: E402
 from rebuttal.memory.encoders import SHIPPED_HEAD  # noqa: E402
@@ -208,10 +210,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="results file")
     args = parser.parse_args()
     OUT = args.out
-    lines = ["# FIRE memory benchmarks", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared with other jobs), "
-             f"Python {platform.python_version()}, numpy {np.__version__}. "
-             f"Command: `PYTHONPATH=src .venv/bin/python benchmarks/memory.py {' '.join(sys.argv[1:])}`", ""]
+    lines = header("FIRE memory benchmarks",
+                   split="silver FactualCS train builds the memory, silver dev (106 items) scores t̂; "
+                         "latency on synthetic vectors",
+                   model="none (no chat model)",
+                   memory=f"shipped exemplar bank and head encoder {SHIPPED_HEAD.name}; numpy {np.__version__}")
     lines += encoder_cost(HeadEncoder(SHIPPED_HEAD))
     if not args.skip_accuracy:
         if SILVER.exists():

@@ -16,7 +16,7 @@ import random
 import time
 from pathlib import Path
 
-from rebuttal.data.spar_datasets import load_state_toxicn, load_tbo
+from rebuttal.spar.gold import load_state_toxicn, load_tbo
 from rebuttal.eval.spar_scoring import Predictions, score
 from rebuttal.llm import load_model
 from rebuttal.spar import SparParser, SparSettings

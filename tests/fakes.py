@@ -93,3 +93,39 @@ def chat_body(content: str, prompt_tokens: int = 10, completion_tokens: int = 5)
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
     }
+
+
+class SameVectorEncoder:
+    """Every text gets the same unit vector: every draft is on topic, every evidence item fits."""
+
+    def encode(self, texts):
+        import numpy as np
+
+        return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+
+class WordEncoder:
+    """Hashed bag of words, L2-normalised: texts sharing words are similar, others are not."""
+
+    def encode(self, texts):
+        import re
+        import zlib
+
+        import numpy as np
+
+        rows = np.zeros((len(texts), 512), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                rows[i, zlib.crc32(word.encode()) % 512] += 1.0
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms == 0, 1, norms)
+
+
+class FixedGate:
+    """A hate gate that gives every text the same probability."""
+
+    def __init__(self, score: float, threshold: float = 0.5):
+        self.score, self.threshold = score, threshold
+
+    def scores(self, texts, vectors=None):
+        return [(self.score, self.threshold, "en") for _ in texts]

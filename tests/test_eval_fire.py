@@ -163,7 +163,11 @@ def test_compare_writes_reports_with_ttests(files, tmp_path):
     assert next(it for it in base.items if it.id == "g2").scores["rouge1"] == pytest.approx(1.0)
     tests = {t.metric: t for t in report.tests}
     assert tests["toxicity"].n == 3  # g1, g2, g3 scored by both
-    assert tests["catacc"].better in {"fire", "baseline", "tie"}
+    # CatAcc on g1-g3: fire 1, 0, 0 (g2's reply reads as dehumanization, g3's category is wrong);
+    # the baseline 1, 1, 1. Three pairs are too few for significance, but the direction is known.
+    catacc = tests["catacc"]
+    assert (catacc.n, catacc.mean_a, catacc.mean_b) == (3, pytest.approx(1 / 3), pytest.approx(1.0))
+    assert catacc.better == "baseline" and not catacc.significant
     for name in ("report.md", "report.html", "report.json", "items.jsonl", "confusion_1.png",
                  "confusion_2.png", "metrics.png"):
         assert (out / name).stat().st_size > 0, name

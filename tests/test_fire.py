@@ -4,12 +4,14 @@ import json
 
 import numpy as np
 import pytest
+from fakes import SameVectorEncoder as SameVector
 from fakes import ScriptedChatModel
 
 from rebuttal.data.factualcs import MemoryRecord
 from rebuttal.evidence import SearchError
 from rebuttal.fire import Baseline, CategoryPolicy, FirePipeline, settings_for
-from rebuttal.fire.generator import reply_problems, restated_run
+from rebuttal.fire.checks import restated_run
+from rebuttal.fire.generator import reply_problems
 from rebuttal.fire.batch import run_fire_batch
 from rebuttal.memory import Memory
 from rebuttal.types import EvidenceItem, HateType
@@ -87,8 +89,9 @@ def analysis(category, hateful=True, query="immigrant crime statistics", overrid
             "category": category if hateful else "none", "search_query": query, "override_reason": override}
 
 
-def pipeline(model, memory, searcher=None, **overrides):
-    return FirePipeline(model, memory, searcher if searcher is not None else ListSearcher(), settings_for(**overrides))
+def pipeline(model, memory, searcher=None, encoder=SameVector(), gate=None, **overrides):
+    return FirePipeline(model, memory, searcher if searcher is not None else ListSearcher(), settings_for(**overrides),
+                        encoder=encoder, gate=gate)
 
 
 @pytest.mark.parametrize("category,word", list(KEYWORDS.items()))
@@ -108,13 +111,17 @@ def test_each_category_path(memory, category, word):
         assert result.reply.cited_evidence_ids == ["ev-0001"]
     else:  # no evidence for dehumanization and non-factual posts
         assert searcher.queries == [] and result.evidence == [] and result.analysis.search_query is None
-    # the generator continues the analyst's conversation: same system and context messages
+    # the generator continues the analyst's conversation (KV cache): system, post, analyst task,
+    # the analyst's answer with the decided category; no exemplar post is ever in it
     analyst_msgs, generator_msgs = model.calls[0]["messages"], model.calls[1]["messages"]
-    assert generator_msgs[:3] == analyst_msgs[:3]
-    assert generator_msgs[3]["role"] == "assistant"
+    assert generator_msgs[:3] == analyst_msgs and len(generator_msgs) == 5
+    assert generator_msgs[3]["role"] == "assistant" and f'"category":"{category.value}"' in generator_msgs[3]["content"]
+    assert not any("[Example" in m["content"] for m in generator_msgs)
     stages = [s.stage for s in result.trace.steps]
-    assert stages == (["memory", "analyst", "evidence", "generator"] if factual else ["memory", "analyst", "generator"])
-    assert result.trace.steps[1].prompt_version == "analyst.v1" and result.trace.steps[1].model == "scripted"
+    assert stages == (["assessor", "analyst", "evidence", "generator"] if factual else ["assessor", "analyst", "generator"])
+    assert result.trace.steps[1].prompt_version == "analyst.v2" and result.trace.steps[1].model == "scripted"
+    assert [c.name for c in result.reply.checks if c.passed] == [c.name for c in result.reply.checks]
+    assert "relevance" in {c.name for c in result.reply.checks}
 
 
 def test_ambiguous_memory_offers_the_top_two(memory):
@@ -142,11 +149,11 @@ def test_memory_and_free_policies(memory):
     out = analysis("nonfactual", query=None)
     free = pipeline(ScriptedChatModel([out]), memory, policy=CategoryPolicy.free).analyze("they are vermin")
     model = ScriptedChatModel([out])
-    default = pipeline(model, memory).analyze("they are vermin")  # the shipped policy is `memory`
+    default = pipeline(model, memory).analyze("they are vermin")  # `learned`; no category model: t̂
     assert free.analysis.category == HateType.nonfactual
     assert default.analysis.category == HateType.dehumanization
-    assert "assigns the category dehumanization" in model.calls[0]["messages"][-1]["content"]
-    assert "model said nonfactual" in default.trace.steps[1].notes[-1]
+    assert "The category is dehumanization" in model.calls[0]["messages"][-1]["content"]
+    assert "model said nonfactual; learned policy keeps dehumanization" in default.trace.steps[1].notes[-1]
 
 
 def test_invalid_analyst_output_falls_back_to_memory(memory):
@@ -164,7 +171,6 @@ def test_non_hateful_input_gets_no_reply(memory):
     assert result.status == "not_hateful" and result.reply is None
     assert "not hateful" in result.message
     assert len(model.calls) == 1  # the generator never ran
-    assert "memory_disagrees_not_hateful" in result.trace.flags  # every memory record is hateful
 
 
 def test_citation_of_unretrieved_evidence_is_regenerated_then_flagged(memory):
@@ -176,8 +182,8 @@ def test_citation_of_unretrieved_evidence_is_regenerated_then_flagged(memory):
     assert "[7]" in model.calls[2]["messages"][-1]["content"]  # the re-ask names the problem
     model = ScriptedChatModel([analysis("misinformation"), bad, bad])
     result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
-    assert result.status == "flagged" and "reply_check_failed" in result.trace.flags
-    assert result.reply.cited_evidence_ids == []
+    assert result.status == "flagged" and "draft_citations" in result.trace.flags
+    assert result.reply.cited_evidence_ids == [] and result.reply.drafts == 2
 
 
 def test_restating_the_claim_is_rejected():
@@ -233,7 +239,7 @@ def test_ablations(memory):
     result = pipeline(model, memory, ablations=["no-analyst"]).respond("they are vermin")
     assert result.system == "fire-no-analyst" and len(model.calls) == 1
     assert result.analysis.category == HateType.dehumanization and result.reply is not None
-    with pytest.raises(ValueError, match="needs the memory"):
+    with pytest.raises(ValueError, match="needs the category model or the memory"):
         pipeline(model, memory, ablations=["no-analyst", "no-memory"])
 
 
@@ -290,7 +296,7 @@ def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
 
     def fake_build(system, **kwargs):
         return FirePipeline(ScriptedChatModel(handler=lambda m, s: replies[0] if s["title"] == "AnalystOutput" else replies[1]),
-                            memory, ListSearcher())
+                            memory, ListSearcher(), encoder=SameVector())
 
     monkeypatch.setattr("rebuttal.fire.batch.build_system", fake_build)
     summary = run_fire_batch(source, out, progress=False)
@@ -303,3 +309,65 @@ def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
     summary = run_fire_batch(source, out, progress=False)
     assert (summary.skipped, summary.done) == (2, 1)
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a", "b", "c", "row-4"]
+
+
+def test_gate_below_threshold_means_no_llm_call_and_no_reply(memory):
+    from fakes import FixedGate
+
+    model = ScriptedChatModel([])
+    result = pipeline(model, memory, gate=FixedGate(0.2)).respond("I love my immigrant neighbours")
+    assert result.status == "not_hateful" and result.reply is None and model.calls == []
+    assert result.analysis.gate.score == 0.2 and not result.analysis.gate.hateful
+    assert "0.20, below its threshold 0.50" in result.message
+
+
+def test_gate_and_llm_must_both_call_it_hateful(memory):
+    from fakes import FixedGate
+
+    model = ScriptedChatModel([analysis("nonfactual", hateful=False, query=None)])
+    result = pipeline(model, memory, gate=FixedGate(0.9)).respond("They said immigrants are vermin. That is vile.")
+    assert result.status == "not_hateful" and result.reply is None and len(model.calls) == 1
+    assert result.trace.flags == ["gate_llm_disagrees"]
+    assert result.analysis.gate.hateful and result.analysis.gate.llm_hateful is False
+
+
+def test_a_draft_answering_the_exemplar_is_replaced_by_one_answering_the_post():
+    """The 1.5B model's worst habit: replying to the example it was shown. The relevance check
+    catches it, the regeneration fixes it, and only the second draft is kept (status ok)."""
+    from fakes import WordEncoder
+
+    records = [record(i, HateType.dehumanization, f"they are vermin example {i}") for i in range(4)]
+    records += [record(i, HateType.nonfactual, f"they are disgusting example {i}") for i in range(4)]
+    memory = Memory.build(records, KeywordEncoder(), k=4)
+    exemplar_answer = {"reply": "Every example you give is just one example, and they are not all the same."}
+    right_answer = {"reply": "Immigrants are people, not pests; calling anyone that denies their dignity."}
+    model = ScriptedChatModel([analysis("dehumanization", query=None), exemplar_answer, right_answer])
+    fire = pipeline(model, memory, encoder=WordEncoder(), adapt=True, adapt_min_similarity=0.5)
+    result = fire.respond("Immigrants are vermin")
+    assert result.reply.text == right_answer["reply"] and result.status == "ok", result.trace.flags
+    assert result.reply.drafts == 2 and result.reply.adapted_from.startswith("m-deh")
+    assert "does not answer this post" in model.calls[2]["messages"][-1]["content"]
+    assert "A calm dehumanization reply" in model.calls[1]["messages"][-1]["content"]  # the human reply to adapt
+
+
+def test_off_topic_twice_keeps_a_draft_but_flags_it():
+    from fakes import WordEncoder
+
+    records = [record(i, HateType.dehumanization, f"they are vermin example {i}") for i in range(4)]
+    memory = Memory.build(records, KeywordEncoder(), k=4)
+    off = {"reply": "Every example you give is just one example, and they are not all the same."}
+    model = ScriptedChatModel([analysis("dehumanization", query=None), off, off])
+    result = pipeline(model, memory, encoder=WordEncoder(), adapt=True, adapt_min_similarity=0.5).respond("Immigrants are vermin")
+    assert result.status == "flagged" and "draft_relevance" in result.trace.flags
+    assert [c.name for c in result.reply.checks if not c.passed] == ["relevance"]
+
+
+def test_evidence_about_something_else_is_not_given_to_the_generator(memory):
+    from fakes import WordEncoder
+
+    unrelated = [EvidenceItem(id="ev-9", text="Tidal power output rose in coastal regions.", source="Energy Office")]
+    model = ScriptedChatModel([analysis("misinformation"), {"reply": "Immigrants are not half of all criminals, so please look again."}])
+    result = pipeline(model, memory, ListSearcher(unrelated), encoder=WordEncoder()).respond("Immigrants are 50 percent of criminals")
+    assert result.evidence == [] and "no_evidence" in result.trace.flags
+    assert "No evidence was retrieved" in model.calls[1]["messages"][-1]["content"]
+    assert any("not about the post, dropped: ev-9" in n for n in result.trace.steps[2].notes)

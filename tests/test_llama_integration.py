@@ -55,19 +55,21 @@ def test_shared_prefix_is_reused_from_the_kv_cache(smollm):
 
 
 def test_fire_end_to_end_on_the_tiny_model(smollm):
-    """The whole pipeline on real components (shipped memory, local evidence, llama.cpp):
-    whatever the tiny model says, the result is well formed and reviewable."""
-    from rebuttal.evidence import default_searcher
-    from rebuttal.fire import FirePipeline
-    from rebuttal.memory import Memory
+    """The whole pipeline on the shipped components (memory, category model, gate, local evidence,
+    llama.cpp): whatever the tiny model says, the result is well formed and reviewable."""
+    from rebuttal.fire import build_system
     from rebuttal.types import FireResult
 
-    pipeline = FirePipeline(smollm, Memory.default(), default_searcher())
+    pipeline = build_system("fire", model=smollm)
     result = pipeline.respond("Immigrants are flooding in and most of them end up as criminals.")
     assert isinstance(result, FireResult) and result.status in {"ok", "flagged", "not_hateful"}
     assert result.memory is not None and 0.0 <= result.memory.purity <= 1.0
-    assert [s.stage for s in result.trace.steps][:2] == ["memory", "analyst"]
-    assert result.trace.steps[1].model == "smollm2-135m" and result.trace.steps[1].prompt_version == "analyst.v1"
+    assert result.trace.steps[0].stage == "assessor"
+    assert result.analysis.gate is not None and result.analysis.gate.hateful  # a plainly hateful post
+    assert {v.source for v in result.analysis.votes} >= {"memory", "classifier"}
+    assert result.trace.steps[1].model == "smollm2-135m" and result.trace.steps[1].prompt_version == "analyst.v2"
     if result.reply is not None:
         retrieved = {item.id for item in result.evidence}
         assert set(result.reply.cited_evidence_ids) <= retrieved
+        assert result.status == "ok" or result.trace.flags  # never flagged without a reason
+        assert {c.name for c in result.reply.checks} >= {"relevance", "contradiction", "truncation"}

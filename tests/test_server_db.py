@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 
 import pytest
 
@@ -17,6 +16,7 @@ from sqlalchemy import select, text, update  # noqa: E402
 from test_server_api import FakeServices, make_settings, wait_for_job  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
+from conftest import fresh_database_url  # noqa: E402
 from rebuttal.server import create_app  # noqa: E402
 from rebuttal.server import review as rq  # noqa: E402
 from rebuttal.server.auth import create_key, list_keys, verify_key  # noqa: E402
@@ -25,21 +25,11 @@ from rebuttal.server.db import ApiKey, AuditEntry, Database, Job, JobItem, Schem
 from rebuttal.server.jobs import JobWorker, create_job, recover_interrupted  # noqa: E402
 
 
-POSTGRES_URL = os.environ.get("REBUTTAL_TEST_POSTGRES_URL")  # a throwaway database: it is wiped
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db(request, tmp_path) -> Database:
-    if request.param == "sqlite":
-        database = Database(f"sqlite:///{tmp_path / 'r.db'}")
-    else:
-        if not POSTGRES_URL:
-            pytest.skip("set REBUTTAL_TEST_POSTGRES_URL=postgresql+psycopg://... to test PostgreSQL")
-        pytest.importorskip("psycopg")
-        database = Database(POSTGRES_URL)
-        with database.engine.begin() as conn:
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
+    database = Database(fresh_database_url(request.param, tmp_path))
     database.init()
     yield database
     database.dispose()
@@ -51,20 +41,23 @@ def queued_item(db: Database, text: str = "they are vermin") -> int:
         return item.id
 
 
-def test_schema_version_is_checked_on_start(tmp_path):
+def test_schema_is_migrated_on_start_and_newer_or_foreign_databases_are_refused(tmp_path):
     url = f"sqlite:///{tmp_path / 'v.db'}"
-    assert Database(url).init() == 1
-    assert Database(url).init() == 1  # reopening a current database is fine
+    assert Database(url).init() == 2
+    assert Database(url).init() == 2  # reopening a current database is fine
     with Database(url).engine.begin() as conn:
-        conn.execute(text("UPDATE schema_version SET version = 7"))
-    with pytest.raises(SchemaMismatch, match="newer than this rebuttal's 1; upgrade rebuttal"):
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    with pytest.raises(SchemaMismatch, match="revision 0099, newer than this rebuttal's 0002; upgrade rebuttal"):
         Database(url).init()
     with pytest.raises(SchemaMismatch, match="newer"):
         create_app(make_settings(tmp_path, db_url=url), services=FakeServices())
-    with Database(url).engine.begin() as conn:
-        conn.execute(text("UPDATE schema_version SET version = 0"))
-    with pytest.raises(SchemaMismatch, match="older than .* export what you need"):
-        Database(url).init()
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    with Database(old).engine.begin() as conn:
+        conn.execute(text("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at DATETIME)"))
+        conn.execute(text("INSERT INTO schema_version VALUES (0, '2025-01-01')"))
+    with pytest.raises(SchemaMismatch, match="older than any .* export what you need"):
+        Database(old).init()
     other = f"sqlite:///{tmp_path / 'other.db'}"
     with Database(other).engine.begin() as conn:
         conn.execute(text("CREATE TABLE notes (id INTEGER)"))
@@ -158,7 +151,8 @@ def test_only_hateful_results_with_replies_are_queued(db):
         errored = services.respond("vermin").model_copy(update={"status": "error"})
         assert rq.store_result(session, "respond", errored, key_name="a")[1] is None
         flagged = services.respond("vermin").model_copy(update={"status": "flagged"})
-        assert rq.store_result(session, "respond", flagged, key_name="a")[1] is not None
+        row, queued = rq.store_result(session, "respond", flagged, key_name="a")
+        assert (queued.result_id, queued.status) == (row.id, "pending")
 
 
 def test_queue_filters_and_export_formats(db):
@@ -257,7 +251,7 @@ def test_cli_keys_and_export(tmp_path, db):
     key = created.stdout.strip().splitlines()[0]
     assert verify_key(db, key).name == "carol"
     listed = runner.invoke(cli, ["keys", "list", "--db", url])
-    assert "carol" in listed.stdout and "active" in listed.stdout and key.split("_")[2] not in listed.stdout
+    assert "carol" in listed.stdout and "active" in listed.stdout and key.split("_", 2)[2] not in listed.stdout
     assert runner.invoke(cli, ["keys", "revoke", "carol", "--db", url]).exit_code == 0
     assert verify_key(db, key) is None
     assert runner.invoke(cli, ["keys", "revoke", "nobody", "--db", url]).exit_code == 1
@@ -275,6 +269,6 @@ def test_cli_keys_and_export(tmp_path, db):
 
 def test_cli_refuses_a_newer_database(tmp_path, db):
     with db.engine.begin() as conn:
-        conn.execute(text("UPDATE schema_version SET version = 9"))
+        conn.execute(text("UPDATE alembic_version SET version_num = '0009'"))
     result = CliRunner().invoke(cli, ["keys", "list", "--db", db.url])
     assert result.exit_code == 2 and "upgrade rebuttal" in result.output

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from fakes import ScriptedChatModel  # noqa: E402
+from fakes import SameVectorEncoder, ScriptedChatModel  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from test_server_api import make_settings  # noqa: E402
 
@@ -35,7 +35,7 @@ def scripted(hateful: bool = True) -> ScriptedChatModel:
 def fire_services(model: ScriptedChatModel) -> PipelineServices:
     from rebuttal.fire import FirePipeline, settings_for
 
-    pipeline = FirePipeline(model, None, ListSearcher(), settings_for(["no-memory"]))
+    pipeline = FirePipeline(model, None, ListSearcher(), settings_for(["no-memory"]), encoder=SameVectorEncoder())
     return PipelineServices(fire=pipeline, model=model)
 
 
@@ -82,9 +82,19 @@ def test_pipeline_services_build_once_and_share_the_model(monkeypatch):
     assert services.health()["model_loaded"] is False
     first = services.respond("Immigrants commit 80 percent of crimes.")
     services.analyze("Immigrants commit 80 percent of crimes.")
-    assert first.reply is not None
+    assert first.status == "ok" and first.reply.text.startswith("Official statistics")
     assert len(loads) == 1 and (loads[0].backend, loads[0].model, loads[0].base_url) == ("openai", "qwen", "http://x/v1")
     assert builds == [("fire", model, True, None)]
     assert services.health()["model_loaded"] is True
     with pytest.raises(ValueError, match="unknown pipeline settings"):
         PipelineServices({"temperature": 0.3})
+
+
+def test_calls_are_serialised_unless_the_backend_handles_concurrency():
+    import contextlib
+
+    serial = PipelineServices(model=scripted())
+    assert serial._serial() is serial._call_lock  # llama.cpp-like: one call at a time
+    http = scripted()
+    http.concurrent_calls = True  # what OpenAICompatModel declares
+    assert isinstance(PipelineServices(model=http)._serial(), contextlib.nullcontext)

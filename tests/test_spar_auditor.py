@@ -1,12 +1,14 @@
 import pytest
 
 from rebuttal.spar.auditor import (
-    UnitAudit, audit_unit, build_clusters, cluster_tuple, score_quality, select, tighten_argument,
+    UnitAudit, audit_unit, build_clusters, cluster_tuple, confidence, ranked, score_quality, select,
+    tighten_argument,
 )
 from rebuttal.spar.reassembly import reassemble
 from rebuttal.spar.roles import Candidate
 from rebuttal.spar.segmenter import _make_units
-from rebuttal.spar.settings import IMPLICIT_TARGET, SparSettings
+from rebuttal.spar.settings import SparSettings
+from rebuttal.spar.vocab import IMPLICIT_TARGET
 from rebuttal.types import SparTuple
 
 POST = "@USER Keep them dumb, straight from the republican playbook. Have a nice day!"
@@ -50,7 +52,9 @@ def test_consensus_lane_and_selection():
     assert len(kept) == 1 and kept[0].roles == {"victim", "moderator"}
     t = cluster_tuple(kept[0], audit.unit, POST, "en-main")
     assert (t.target, t.argument, t.label) == ("republican", "Keep them dumb", 1)
-    assert 0.5 < audit.confidence < 1
+    # the top cluster's share of the score mass: 2.6 / (2.6 + 1.35)
+    assert [round(c.score, 4) for c in ranked(audit.clusters)] == [2.6, 1.35]
+    assert confidence(audit.clusters) == round(2.6 / 3.95, 4)
 
 
 def test_conflict_lane_when_no_cluster_leads():
@@ -93,7 +97,7 @@ def test_span_tightening_prefers_shortest_grounded_member_inside():
                      cand("moderator", "republican", "Keep them dumb"),
                      cand("bystander", "REPUBLICAN", "keep them dumb")])
     top = select(audit, SparSettings())[0]
-    assert tighten_argument(top, audit.unit) == "Keep them dumb"
+    assert tighten_argument(top, audit.unit, audit.unit.group_text) == "Keep them dumb"
     t = cluster_tuple(top, audit.unit, POST, "en-main")
     assert t.target == "republican"  # exact casing from the post
 

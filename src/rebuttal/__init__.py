@@ -13,27 +13,43 @@ from functools import lru_cache
 __version__ = "0.1.0"
 
 
+MODEL_KEYS = ("backend", "model", "base_url", "threads")
+
+
+def _split(settings: dict):
+    """(ModelSettings, the rest): backend/model/base_url/threads describe the model."""
+    from rebuttal.llm import ModelSettings
+
+    model = ModelSettings.of(**{k: settings.pop(k) for k in MODEL_KEYS if k in settings})
+    return model, settings
+
+
 def analyze(text: str, **settings):
-    """Analyse one post with the default FIRE pipeline (embedded model unless configured)."""
+    """Analyse one post with the default FIRE pipeline (embedded model unless configured).
+    `settings`: backend, model, base_url, threads (the model), web, memory_path."""
     from rebuttal.fire import default_pipeline
 
-    return default_pipeline(**settings).analyze(text)
+    model, rest = _split(dict(settings))
+    return default_pipeline(model, **rest).analyze(text)
 
 
 def respond(text: str, **settings):
     """Analyse one post and, if hateful, write a reply for human review."""
     from rebuttal.fire import default_pipeline
 
-    return default_pipeline(**settings).respond(text)
+    model, rest = _split(dict(settings))
+    return default_pipeline(model, **rest).respond(text)
 
 
 def parse(text: str, lang: str = "en", track: str | None = None, **settings):
-    """Structured hate parsing (SPAR-Hate) of one post."""
-    return _parser(**settings).parse(text, lang=lang, track=track)
+    """Structured hate parsing (SPAR-Hate) of one post. `settings`: the model keys and
+    SparSettings fields."""
+    model, rest = _split(dict(settings))
+    return _parser(model, **rest).parse(text, lang=lang, track=track)
 
 
 @lru_cache(maxsize=2)
-def _parser(**settings):
+def _parser(model_settings, **settings):
     from rebuttal.spar import default_parser
 
-    return default_parser(**settings)  # the model loads once, on first use
+    return default_parser(model_settings, **settings)  # the model loads once, on first use

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -67,8 +67,17 @@ class TraceStep(BaseModel):
     prompt_version: str | None = None
     latency_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
-    attempts: int = 1
+    attempts: int = 1  # LLM calls made; steps that `record` calls are created with attempts=0
     notes: list[str] = Field(default_factory=list)
+
+    def record(self, outcome: Any) -> TraceStep:
+        """Add one structured call's cost to this step: `outcome` is anything with `latency_s`,
+        `usage` and `attempts` (a `StructuredResult` or a `StructuredOutputError`). It adds, so
+        a step that records its calls should be created with `attempts=0`."""
+        self.latency_s += outcome.latency_s
+        self.usage = self.usage + outcome.usage
+        self.attempts += outcome.attempts
+        return self
 
 
 class Trace(BaseModel):
@@ -107,6 +116,24 @@ class EvidenceItem(BaseModel):
     score: float | None = None
 
 
+class GateVerdict(BaseModel):
+    """The hate gate: a trained classifier's probability, the LLM's vote, and the decision."""
+
+    hateful: bool
+    score: float  # the classifier's probability that the post is hateful
+    threshold: float
+    llm_hateful: bool | None = None  # None when the LLM was not asked
+    reason: str = ""
+
+
+class CategoryVote(BaseModel):
+    """What one component said about the category (probabilities sum to 1 over HateType)."""
+
+    source: str  # "classifier", "memory", "llm", "combined"
+    category: HateType
+    probabilities: dict[HateType, float] = Field(default_factory=dict)
+
+
 class Analysis(BaseModel):
     """Output of FIRE's Hate Speech Analyst (HEAL phase)."""
 
@@ -115,6 +142,17 @@ class Analysis(BaseModel):
     category: HateType
     reasoning: str
     search_query: str | None = None
+    confidence: float | None = None  # the combined model's probability of `category`
+    votes: list[CategoryVote] = Field(default_factory=list)
+    gate: GateVerdict | None = None
+
+
+class CheckResult(BaseModel):
+    """One draft check's outcome (see rebuttal.fire.checks)."""
+
+    name: str
+    passed: bool
+    detail: str = ""
 
 
 class Reply(BaseModel):
@@ -123,11 +161,9 @@ class Reply(BaseModel):
     text: str
     strategy: str
     cited_evidence_ids: list[str] = Field(default_factory=list)
-
-
-class CategoryCandidate(BaseModel):
-    category: HateType
-    score: float
+    checks: list[CheckResult] = Field(default_factory=list)  # of the kept draft
+    drafts: int = 1  # drafts written before this one was kept
+    adapted_from: str | None = None  # memory record whose human reply this adapts
 
 
 class MemoryView(BaseModel):

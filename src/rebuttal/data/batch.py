@@ -1,17 +1,24 @@
-"""Resumable batch runs: JSONL in, JSONL out, one row per input id, errors recorded per item."""
+"""Resumable batch runs: JSONL (or Parquet) in, JSONL out, one row per input id, errors recorded
+per item. `row_for` is the one place a row's work happens: the local runner here and the Ray
+runner (`data/ray_runner.py`) both call it, so their rows cannot drift."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
+
+Process = Callable[["BatchItem"], BaseModel | dict]
+ProcessFactory = Callable[[], Process]  # picklable; called once per runner (per Ray actor)
+ENGINES = ("local", "ray")
 
 TEXT_FIELDS = ("text", "hate_speech", "content", "post")
 
@@ -29,9 +36,16 @@ class BatchSummary:
     skipped: int = 0
     done: int = 0
     errors: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rows_per_s(self) -> float:
+        return (self.done + self.errors) / self.seconds if self.seconds > 0 else 0.0
 
     def __str__(self) -> str:
-        return f"{self.done} done, {self.errors} errors, {self.skipped} skipped (already in output) of {self.total}"
+        rate = f" in {self.seconds:.1f}s ({self.rows_per_s:.2f} rows/s)" if self.seconds else ""
+        return (f"{self.done} done, {self.errors} errors, {self.skipped} skipped (already in output) "
+                f"of {self.total}{rate}")
 
 
 class InputFileError(ValueError):
@@ -58,6 +72,21 @@ def read_json_rows(path: Path) -> Iterator[dict | Exception]:
             yield json.loads(line)
         except json.JSONDecodeError as exc:
             yield ValueError(f"line {number}: invalid JSON ({exc.msg})")
+
+
+def read_rows(path: Path) -> Iterator[dict | Exception]:
+    """Rows of a JSONL/JSON file, or of a Parquet file (`.parquet`, needs pyarrow), in order."""
+    path = Path(path)
+    if path.suffix.lower() != ".parquet":
+        yield from read_json_rows(path)
+        return
+    if not path.exists():
+        raise InputFileError(f"input file not found: {path}")
+    from rebuttal.optional import require
+
+    parquet = require("pyarrow.parquet", "data")
+    for batch in parquet.ParquetFile(path).iter_batches(batch_size=4096):
+        yield from batch.to_pylist()
 
 
 def items_from_rows(rows: Iterable[dict | Exception]) -> Iterator[BatchItem | tuple[str, str]]:
@@ -102,9 +131,56 @@ def error_row(item_id: str, message: str, **extra: Any) -> dict:
     return {"id": item_id, "status": "error", "message": message, **extra}
 
 
+def row_for(entry: BatchItem | tuple[str, str], process: Process) -> dict:
+    """The output row of one entry: the result's JSON, or an error row (unusable input, or an
+    exception in `process`). Never raises for an Exception, so one poison row cannot stop a run."""
+    if isinstance(entry, tuple):
+        return error_row(*entry)
+    try:
+        result = process(entry)
+        row = result.model_dump(mode="json") if isinstance(result, BaseModel) else dict(result)
+        row["id"] = entry.id
+        return row
+    except Exception as exc:  # noqa: BLE001 - recorded per item, the run goes on
+        return error_row(entry.id, f"{type(exc).__name__}: {exc}")
+
+
+def row_line(row: dict) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def entry_id(entry: BatchItem | tuple[str, str]) -> str:
+    return entry.id if isinstance(entry, BatchItem) else entry[0]
+
+
+def pending(source: Iterable[BatchItem | tuple[str, str]], output: Path,
+            retry_errors: bool) -> tuple[list, BatchSummary]:
+    """The entries not yet in `output` (each input id once) and a summary counting the rest."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    seen = done_ids(output, retry_errors)
+    summary = BatchSummary()
+    todo = []
+    for entry in source:
+        summary.total += 1
+        key = entry_id(entry)
+        if key in seen:
+            summary.skipped += 1
+        else:
+            todo.append(entry)
+            seen.add(key)  # duplicate ids in the input run once
+    return todo, summary
+
+
+def count_row(summary: BatchSummary, row: dict) -> None:
+    if row.get("status") == "error":
+        summary.errors += 1
+    else:
+        summary.done += 1
+
+
 def run_batch(
     source: Iterable[BatchItem | tuple[str, str]],
-    process: Callable[[BatchItem], BaseModel | dict],
+    process: Process,
     output: Path,
     *,
     concurrency: int = 1,
@@ -115,42 +191,19 @@ def run_batch(
     finishes. An exception in `process` becomes an error row; the run goes on."""
     from tqdm import tqdm
 
+    started = time.perf_counter()
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    seen = done_ids(output, retry_errors)
-    summary = BatchSummary()
+    todo, summary = pending(source, output, retry_errors)
     lock = threading.Lock()
-    entries = list(source)
-    summary.total = len(entries)
-    todo = []
-    for entry in entries:
-        entry_id = entry.id if isinstance(entry, BatchItem) else entry[0]
-        if entry_id in seen:
-            summary.skipped += 1
-        else:
-            todo.append(entry)
-            seen.add(entry_id)  # duplicate ids in the input run once
-
     bar = tqdm(total=len(todo), disable=not progress, desc="items", unit="item")
     with output.open("a", encoding="utf-8") as out:
 
         def work(entry: BatchItem | tuple[str, str]) -> None:
-            if isinstance(entry, tuple):
-                row = error_row(*entry)
-            else:
-                try:
-                    result = process(entry)
-                    row = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
-                    row["id"] = entry.id
-                except Exception as exc:  # noqa: BLE001 - recorded per item, the run goes on
-                    row = error_row(entry.id, f"{type(exc).__name__}: {exc}")
+            row = row_for(entry, process)
             with lock:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(row_line(row))
                 out.flush()
-                if row.get("status") == "error":
-                    summary.errors += 1
-                else:
-                    summary.done += 1
+                count_row(summary, row)
                 bar.update(1)
 
         if concurrency > 1:
@@ -160,4 +213,5 @@ def run_batch(
             for entry in todo:
                 work(entry)
     bar.close()
+    summary.seconds = time.perf_counter() - started
     return summary

@@ -199,7 +199,7 @@ def _read_rows(path: Path) -> list[Any]:
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            from rebuttal.llm.base import require
+            from rebuttal.optional import require
 
             parquet = require("pyarrow.parquet", "data")
             return parquet.read_table(path).to_pylist()

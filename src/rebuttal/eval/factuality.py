@@ -16,7 +16,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from rebuttal.eval.judges import JudgeInfo
-from rebuttal.llm.base import ChatModel, LLMError, require
+from rebuttal.llm.base import ChatModel, LLMError
+from rebuttal.optional import require
 from rebuttal.llm.prompts import load_prompt
 from rebuttal.llm.structured import generate_object
 from rebuttal.types import Usage

@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
+
 
 class FactJudgeChoice(StrEnum):
     llm = "llm"
@@ -31,9 +33,10 @@ def eval_fire(
     metrics: Annotated[str | None, typer.Option(help="Comma-separated subset, e.g. rouge1,meteor,catacc")] = None,
     fact_judge: Annotated[FactJudgeChoice, typer.Option(help="FSc judge: chat model, local NLI model, or none")] = FactJudgeChoice.llm,
     nli_model: Annotated[Path | None, typer.Option(help="Local NLI model folder (with --fact-judge nli)")] = None,
-    backend: Annotated[str | None, typer.Option(help="Chat backend for the FSc judge: llama, openai, transformers")] = None,
-    model: Annotated[str | None, typer.Option(help="Chat model for the FSc judge (name, GGUF path or served name)")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible URL (backend openai)")] = None,
+    backend: BackendOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    threads: ThreadsOpt = None,
     detoxify_checkpoint: Annotated[Path | None, typer.Option(help="Local Detoxify checkpoint; else the shipped toxicity judge")] = None,
 ) -> None:
     """Score counterspeech against FactualCS gold: ROUGE, METEOR, BERTScore, CoSim, repetition,
@@ -42,7 +45,8 @@ def eval_fire(
     from rebuttal.eval.fire_metrics import Judges, default_judges, evaluate_fire
     from rebuttal.eval.judges import JudgeWeightsError
     from rebuttal.eval.lexical import WordNetMissing
-    from rebuttal.llm.base import LLMError, MissingBackend
+    from rebuttal.llm.base import LLMError
+    from rebuttal.optional import MissingBackend
 
     wanted = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     chat = None
@@ -52,7 +56,7 @@ def eval_fire(
         if fact_judge is FactJudgeChoice.llm and (wanted is None or "fsc" in wanted):
             from rebuttal.llm import load_model
 
-            chat = load_model(backend=backend, model=model, base_url=base_url)
+            chat = load_model(settings_from_options(backend, model, base_url, threads))
         judges: Judges = default_judges(
             fact_model=chat, nli_model=nli_model if fact_judge is FactJudgeChoice.nli else None,
             detoxify_checkpoint=detoxify_checkpoint,
@@ -67,7 +71,11 @@ def eval_fire(
     finally:
         if chat is not None:
             chat.close()
-    labels = [m for m in result.metrics]
+    _print_result(result, report)
+
+
+def _print_result(result, report: Path | None) -> None:
+    labels = list(result.metrics)
     typer.echo("system".ljust(18) + "".join(f"{m.label + ('↑' if m.higher_is_better else '↓'):>9}" for m in labels))
     for system in result.systems:
         cells = "".join(

@@ -8,52 +8,23 @@ metrics, per item, per category and overall, with paired t-tests against a secon
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
+from rebuttal import config
 from rebuttal.eval import lexical
 from rebuttal.eval.factuality import FactJudge, LLMFactJudge, NLIFactJudge
 from rebuttal.eval.fire_io import (
     CATEGORIES, FileProblems, GoldItem, Prediction, align, load_gold, load_predictions,
 )
+from rebuttal.eval.fire_schema import (  # noqa: F401 - re-exported
+    LOWER_IS_BETTER, METRIC_KEYS, METRICS, EvalReport, ItemScores, MetricSpec, SystemScores,
+)
 from rebuttal.eval.judges import DetoxifyJudge, JudgeInfo, StrategyJudge, ToxicityJudge
 from rebuttal.eval.semantic import BertScore, Encoder, cosim
 from rebuttal.eval.significance import PairedTest, paired_ttest
 from rebuttal.llm.base import ChatModel
-
-
-class MetricSpec(BaseModel):
-    key: str
-    label: str
-    higher_is_better: bool
-    description: str
-
-
-METRICS = [
-    MetricSpec(key="rouge1", label="R-1", higher_is_better=True, description="ROUGE-1 F1, best reference"),
-    MetricSpec(key="rouge2", label="R-2", higher_is_better=True, description="ROUGE-2 F1, best reference"),
-    MetricSpec(key="rougeL", label="R-L", higher_is_better=True, description="ROUGE-L F1, best reference"),
-    MetricSpec(key="bertscore", label="BS", higher_is_better=True, description="BERTScore F1 (MiniLM)"),
-    MetricSpec(key="meteor", label="M", higher_is_better=True, description="METEOR (NLTK, WordNet)"),
-    MetricSpec(key="repetition", label="R", higher_is_better=False,
-               description="share of a reply's word trigrams found in another reply of the system"),
-    MetricSpec(key="cosim", label="CoSim", higher_is_better=True,
-               description="cosine of MiniLM sentence embeddings, best reference"),
-    MetricSpec(key="toxicity", label="T", higher_is_better=False, description="toxicity judge probability"),
-    MetricSpec(key="novelty", label="Nov", higher_is_better=True,
-               description="1 - max token-set Jaccard with a reference"),
-    MetricSpec(key="diversity", label="Div", higher_is_better=True, description="unique / total tokens"),
-    MetricSpec(key="catacc", label="CatAcc", higher_is_better=True,
-               description="gold category == predicted category == detected strategy"),
-    MetricSpec(key="fsc", label="FSc", higher_is_better=True,
-               description="reply entailed by the gold evidence (factual items only)"),
-]
-METRIC_KEYS = [m.key for m in METRICS]
-LOWER_IS_BETTER = {m.key for m in METRICS if not m.higher_is_better}
 
 
 @dataclass
@@ -72,7 +43,7 @@ def default_judges(fact_model: ChatModel | None = None, nli_model: str | Path | 
                    detoxify_checkpoint: str | Path | None = None) -> Judges:
     """Detoxify if a checkpoint is given (or REBUTTAL_DETOXIFY_CHECKPOINT points to one),
     else the shipped toxicity head; an NLI folder if given, else the chat model as FSc judge."""
-    checkpoint = detoxify_checkpoint or os.environ.get("REBUTTAL_DETOXIFY_CHECKPOINT")
+    checkpoint = detoxify_checkpoint or config.env(config.DETOXIFY_CHECKPOINT)
     toxicity = DetoxifyJudge(checkpoint) if checkpoint and Path(checkpoint).is_file() else None
     fact: FactJudge | None = None
     if nli_model is not None:
@@ -80,52 +51,6 @@ def default_judges(fact_model: ChatModel | None = None, nli_model: str | Path | 
     elif fact_model is not None:
         fact = LLMFactJudge(fact_model)
     return Judges(toxicity=toxicity, fact=fact)
-
-
-class ItemScores(BaseModel):
-    id: str
-    gold_category: str | None
-    pred_category: str | None
-    detected_strategy: str | None = None
-    fact_label: str | None = None
-    scores: dict[str, float | None]
-
-
-class SystemScores(BaseModel):
-    name: str
-    path: str
-    n_gold: int
-    n_scored: int
-    coverage: float
-    missing_in_pred: list[str]
-    no_reply: dict[str, str]
-    extra_in_pred: list[str]
-    no_category: list[str]
-    bad_rows: list[str]
-    duplicate_ids: list[str]
-    means: dict[str, float | None]
-    counts: dict[str, int]
-    by_category: dict[str, dict[str, float | None]]
-    category_counts: dict[str, int]
-    confusion: dict[str, dict[str, int]]  # gold category -> predicted category ("none") -> n
-    category_accuracy: float | None  # predicted == gold, one part of CatAcc
-    strategy_agreement: float | None  # detected strategy == predicted, the other part
-    fsc_no_evidence: int  # scored items excluded from FSc because gold evidence is null
-    fsc_judge_failures: list[str]
-    items: list[ItemScores]
-
-
-class EvalReport(BaseModel):
-    created: str
-    gold_path: str
-    gold_items: int
-    gold_problems: list[str]
-    metrics: list[MetricSpec] = Field(default_factory=lambda: list(METRICS))
-    systems: list[SystemScores]
-    tests: list[PairedTest] = Field(default_factory=list)
-    judges: list[JudgeInfo] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
 
 
 class _Scorer:
@@ -165,6 +90,21 @@ class _Scorer:
         ids = alignment.scored
         replies = [predictions[i].reply or "" for i in ids]
         refs = [gold[i].references for i in ids]
+        columns = self._text_columns(replies, refs)
+        detected = self._catacc(name, ids, replies, gold, predictions, columns)
+        fact_labels, failures = self._fsc(ids, replies, gold, columns)
+        no_evidence = sum(1 for i in ids if gold[i].evidence is None)
+        items = [
+            ItemScores(id=i, gold_category=gold[i].category, pred_category=predictions[i].category,
+                       detected_strategy=detected[k], fact_label=fact_labels[k],
+                       scores={m: columns[m][k] for m in METRIC_KEYS if m in columns})
+            for k, i in enumerate(ids)
+        ]
+        return _summarise(name, path, gold, predictions, alignment, problems, items,
+                          no_evidence, failures)
+
+    def _text_columns(self, replies: list[str], refs: list[list[str]]) -> dict[str, list[float | None]]:
+        """The reference-based and reply-only metrics that were asked for, one value per item."""
         columns: dict[str, list[float | None]] = {}
         want = self.metrics
         if want & {"rouge1", "rouge2", "rougeL"}:
@@ -196,40 +136,44 @@ class _Scorer:
             judge = self._toxicity()
             self.used.setdefault("toxicity", judge.info)
             columns["toxicity"] = judge.scores(replies)
+        return columns
+
+    def _catacc(self, name, ids, replies, gold, predictions, columns) -> list[str | None]:
+        """CatAcc into `columns`; returns the strategy detected in each reply (None if not run)."""
         detected: list[str | None] = [None] * len(ids)
-        if "catacc" in want and ids and all(predictions[i].category is None for i in ids):
+        if "catacc" not in self.metrics:
+            return detected
+        if ids and all(predictions[i].category is None for i in ids):
             self.notes.append(f"{name}: CatAcc not computed, the predictions carry no category.")
-        elif "catacc" in want:
-            judge = self._strategy()
-            self.used.setdefault("strategy", judge.info)
-            detected = list(judge.detect(replies))
-            columns["catacc"] = [
-                float(gold[i].category is not None and predictions[i].category == gold[i].category == s)
-                for i, s in zip(ids, detected)
-            ]
-        fact_labels: list[str | None] = [None] * len(ids)
-        no_evidence = sum(1 for i in ids if gold[i].evidence is None)
-        failures: list[str] = []
-        if "fsc" in want and self.judges.fact is not None:
-            self.used.setdefault("fsc", self.judges.fact.info)
-            factual = [k for k, i in enumerate(ids) if gold[i].evidence is not None]
-            labels = self.judges.fact.judge([(gold[ids[k]].evidence or "", replies[k]) for k in factual])
-            column: list[float | None] = [None] * len(ids)
-            for k, label in zip(factual, labels):
-                fact_labels[k] = label
-                if label is None:
-                    failures.append(ids[k])
-                else:
-                    column[k] = float(label == "entailment")
-            columns["fsc"] = column
-        items = [
-            ItemScores(id=i, gold_category=gold[i].category, pred_category=predictions[i].category,
-                       detected_strategy=detected[k], fact_label=fact_labels[k],
-                       scores={m: columns[m][k] for m in METRIC_KEYS if m in columns})
-            for k, i in enumerate(ids)
+            return detected
+        judge = self._strategy()
+        self.used.setdefault("strategy", judge.info)
+        detected = list(judge.detect(replies))
+        columns["catacc"] = [
+            float(gold[i].category is not None and predictions[i].category == gold[i].category == s)
+            for i, s in zip(ids, detected)
         ]
-        return _summarise(name, path, gold, predictions, alignment, problems, items,
-                          no_evidence, failures)
+        return detected
+
+    def _fsc(self, ids, replies, gold, columns) -> tuple[list[str | None], list[str]]:
+        """FSc into `columns` (items with gold evidence only); returns the judge's labels and
+        the ids it failed on."""
+        fact_labels: list[str | None] = [None] * len(ids)
+        failures: list[str] = []
+        if "fsc" not in self.metrics or self.judges.fact is None:
+            return fact_labels, failures
+        self.used.setdefault("fsc", self.judges.fact.info)
+        factual = [k for k, i in enumerate(ids) if gold[i].evidence is not None]
+        labels = self.judges.fact.judge([(gold[ids[k]].evidence or "", replies[k]) for k in factual])
+        column: list[float | None] = [None] * len(ids)
+        for k, label in zip(factual, labels):
+            fact_labels[k] = label
+            if label is None:
+                failures.append(ids[k])
+            else:
+                column[k] = float(label == "entailment")
+        columns["fsc"] = column
+        return fact_labels, failures
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from rebuttal.eval.semantic import Encoder
-from rebuttal.llm.base import require
+from rebuttal.optional import require
 
 TOXICITY_WEIGHTS = "toxicity_minilm_lr.npz"
 STRATEGY_WEIGHTS = "strategy_minilm_lr.npz"

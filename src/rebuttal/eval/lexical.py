@@ -6,13 +6,13 @@ jieba, because rouge-score's default tokenizer keeps only [a-z0-9] and would dro
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from rebuttal.llm.base import require
+from rebuttal import config
+from rebuttal.optional import require
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -73,10 +73,7 @@ class WordNetMissing(RuntimeError):
 
 def nltk_data_dir() -> Path:
     """Where scripts/setup_wordnet.sh puts the NLTK corpora by default."""
-    home = os.environ.get("REBUTTAL_HOME")
-    if home:
-        return Path(home) / "nltk_data"
-    return Path.home() / ".local" / "share" / "rebuttal" / "nltk_data"
+    return config.home_dir() / "nltk_data"
 
 
 @lru_cache(maxsize=1)

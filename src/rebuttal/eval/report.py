@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rebuttal.eval.fire_io import CATEGORIES
-from rebuttal.llm.base import require
+from rebuttal.optional import require
 
 MAX_LISTED_IDS = 50  # longer id lists are cut in md/html; report.json has them all
 
@@ -44,24 +44,23 @@ def _ids(ids: list[str]) -> str:
     return shown + (f" … (+{len(ids) - MAX_LISTED_IDS} more in report.json)" if len(ids) > MAX_LISTED_IDS else "")
 
 
-def _tables(report) -> list[tuple[str, Table | str]]:
-    """The report's sections: (title, table or paragraph), shared by Markdown and HTML."""
-    sections: list[tuple[str, Table | str]] = []
-    coverage_rows = []
+def _coverage_section(report) -> tuple[str, Table]:
+    rows = []
     for s in report.systems:
-        statuses = {}
+        statuses: dict[str, int] = {}
         for status in s.no_reply.values():
             statuses[status] = statuses.get(status, 0) + 1
-        coverage_rows.append([
+        rows.append([
             s.name, f"{s.n_scored}/{s.n_gold}", _fmt(s.coverage), str(len(s.missing_in_pred)),
             ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())) or "0",
             str(len(s.extra_in_pred)), str(len(s.bad_rows)), str(len(s.duplicate_ids)),
             str(len(s.no_category)),
         ])
-    sections.append(("Items", (["system", "scored/gold", "coverage", "missing in pred",
-                                "no reply (status)", "not in gold", "bad rows", "duplicate ids",
-                                "no category"], coverage_rows)))
-    header = ["system"] + [_arrow(m) for m in report.metrics]
+    return ("Items", (["system", "scored/gold", "coverage", "missing in pred", "no reply (status)",
+                       "not in gold", "bad rows", "duplicate ids", "no category"], rows))
+
+
+def _metrics_section(report) -> tuple[str, Table]:
     best = {m.key: _best(report, m.key) for m in report.metrics}
     rows = []
     for s in report.systems:
@@ -70,39 +69,40 @@ def _tables(report) -> list[tuple[str, Table | str]]:
             cell = _fmt(s.means.get(m.key))
             cells.append(f"**{cell}**" if s.name in best[m.key] else cell)
         rows.append(cells)
-    sections.append(("Metrics (mean over scored items; ↑ higher is better, ↓ lower is better)",
-                     (header, rows)))
-    if report.tests:
-        a, b = report.systems[0].name, report.systems[1].name
-        test_rows = [
-            [next(m.label for m in report.metrics if m.key == t.metric), str(t.n), _fmt(t.mean_a),
-             _fmt(t.mean_b), _fmt(t.t, 3), _p(t.p), "yes" if t.significant else "no",
-             t.better or "n/a", t.note]
-            for t in report.tests
-        ]
-        sections.append((f"Paired two-tailed t-tests ({a} vs {b}, α = 0.05)",
-                         (["metric", "n", f"mean {a}", f"mean {b}", "t", "p", "significant",
-                           "better", "note"], test_rows)))
-    for s in report.systems:
-        cat_rows = [
-            [c, str(s.category_counts.get(c, 0))] + [_fmt(s.by_category[c].get(m.key)) for m in report.metrics]
-            for c in CATEGORIES
-        ]
-        sections.append((f"Per gold category: {s.name}",
-                         (["category", "n"] + [_arrow(m) for m in report.metrics], cat_rows)))
-        columns = list(CATEGORIES) + ["none"]
-        conf_rows = [[g] + [str(s.confusion.get(g, {}).get(p, 0)) for p in columns]
-                     for g in columns if g in s.confusion or g != "none"]
-        sections.append((f"Category confusion (rows gold, columns predicted): {s.name}",
-                         (["gold \\ predicted"] + columns, conf_rows)))
-        sections.append((f"CatAcc parts and FSc coverage: {s.name}", (
-            ["category accuracy (pred = gold)", "strategy agreement (detected = pred)",
-             "FSc judged", "FSc excluded (no gold evidence)", "FSc judge failures"],
-            [[_fmt(s.category_accuracy), _fmt(s.strategy_agreement), str(s.counts.get("fsc", 0)),
-              str(s.fsc_no_evidence), str(len(s.fsc_judge_failures))]],
-        )))
-    judge_rows = [[j.role, j.name, j.version, j.details] for j in report.judges]
-    sections.append(("Judges and versions", (["role", "name", "version", "details"], judge_rows)))
+    return ("Metrics (mean over scored items; ↑ higher is better, ↓ lower is better)",
+            (["system"] + [_arrow(m) for m in report.metrics], rows))
+
+
+def _tests_section(report) -> tuple[str, Table]:
+    a, b = report.systems[0].name, report.systems[1].name
+    rows = [
+        [next(m.label for m in report.metrics if m.key == t.metric), str(t.n), _fmt(t.mean_a),
+         _fmt(t.mean_b), _fmt(t.t, 3), _p(t.p), "yes" if t.significant else "no", t.better or "n/a", t.note]
+        for t in report.tests
+    ]
+    return (f"Paired two-tailed t-tests ({a} vs {b}, α = 0.05)",
+            (["metric", "n", f"mean {a}", f"mean {b}", "t", "p", "significant", "better", "note"], rows))
+
+
+def _system_sections(report, s) -> list[tuple[str, Table]]:
+    """Per-category means, the category confusion and the CatAcc/FSc parts of one system."""
+    cat_rows = [[c, str(s.category_counts.get(c, 0))] + [_fmt(s.by_category[c].get(m.key)) for m in report.metrics]
+                for c in CATEGORIES]
+    columns = list(CATEGORIES) + ["none"]
+    conf_rows = [[g] + [str(s.confusion.get(g, {}).get(p, 0)) for p in columns]
+                 for g in columns if g in s.confusion or g != "none"]
+    parts = [[_fmt(s.category_accuracy), _fmt(s.strategy_agreement), str(s.counts.get("fsc", 0)),
+              str(s.fsc_no_evidence), str(len(s.fsc_judge_failures))]]
+    return [
+        (f"Per gold category: {s.name}", (["category", "n"] + [_arrow(m) for m in report.metrics], cat_rows)),
+        (f"Category confusion (rows gold, columns predicted): {s.name}", (["gold \\ predicted"] + columns, conf_rows)),
+        (f"CatAcc parts and FSc coverage: {s.name}", (
+            ["category accuracy (pred = gold)", "strategy agreement (detected = pred)", "FSc judged",
+             "FSc excluded (no gold evidence)", "FSc judge failures"], parts)),
+    ]
+
+
+def _problems_section(report) -> tuple[str, Table | str]:
     problems = []
     for s in report.systems:
         for label, ids in (("missing in predictions", s.missing_in_pred),
@@ -113,8 +113,20 @@ def _tables(report) -> list[tuple[str, Table | str]]:
                 problems.append([s.name, label, str(len(ids)), _ids(ids)])
     if report.gold_problems:
         problems.append(["gold", "unusable rows", str(len(report.gold_problems)), _ids(report.gold_problems)])
-    sections.append(("Unscored and problem items", (["file", "what", "n", "ids"], problems)
-                     if problems else "None: every gold item was scored."))
+    return ("Unscored and problem items",
+            (["file", "what", "n", "ids"], problems) if problems else "None: every gold item was scored.")
+
+
+def _tables(report) -> list[tuple[str, Table | str]]:
+    """The report's sections: (title, table or paragraph), shared by Markdown and HTML."""
+    sections: list[tuple[str, Table | str]] = [_coverage_section(report), _metrics_section(report)]
+    if report.tests:
+        sections.append(_tests_section(report))
+    for s in report.systems:
+        sections += _system_sections(report, s)
+    judge_rows = [[j.role, j.name, j.version, j.details] for j in report.judges]
+    sections.append(("Judges and versions", (["role", "name", "version", "details"], judge_rows)))
+    sections.append(_problems_section(report))
     if report.notes:
         sections.append(("Notes", " ".join(report.notes)))
     return sections

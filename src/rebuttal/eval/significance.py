@@ -6,7 +6,7 @@ import math
 
 from pydantic import BaseModel
 
-from rebuttal.llm.base import require
+from rebuttal.optional import require
 
 ALPHA = 0.05
 

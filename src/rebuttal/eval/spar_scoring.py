@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from rebuttal.data.spar_datasets import GoldPost, parse_label, state_toxicn_tuples
+from rebuttal.spar.gold import GoldPost, state_toxicn_tuples
+from rebuttal.spar.vocab import OUTPUT_IMPLICIT, parse_label
 from rebuttal.types import SparTuple
 
 SOFT_THRESHOLD = 0.5
@@ -121,7 +122,7 @@ class Predictions:
 def _tuple_from_dict(raw: dict) -> SparTuple:
     label_raw = next((raw[k] for k in ("label", "harmful", "hateful") if k in raw), 0)
     group = raw.get("group")
-    return SparTuple(target=str(raw.get("target") or "NULL").strip() or "NULL",
+    return SparTuple(target=str(raw.get("target") or OUTPUT_IMPLICIT).strip() or OUTPUT_IMPLICIT,
                      argument=str(raw.get("argument") or "").strip(),
                      label=parse_label(label_raw), group=None if group is None else str(group).strip())
 

@@ -24,7 +24,7 @@ import typer
 
 from rebuttal.eval.fire_io import CATEGORIES, normalise_category
 from rebuttal.eval.judges import STRATEGY_WEIGHTS, TOXICITY_WEIGHTS, LinearHead
-from rebuttal.llm.base import require
+from rebuttal.optional import require
 
 TOXICITY_VERSION = "v2"  # v2 adds on-topic counterspeech negatives (v1 scored replies ~0.5)
 STRATEGY_VERSION = "v1"

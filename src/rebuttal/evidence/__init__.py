@@ -5,12 +5,14 @@ and optional web search that falls back to local evidence.
     store = LocalEvidenceStore.default()
     items = store.search("do migrants commit more crime", k=3)
     web = FallbackSearcher(WebSearcher(), store)
-    items, notes = web.search_with_notes("...", k=3)   # notes go into the trace
+    outcome = search_evidence(web, "...", k=3)   # .items, .notes (trace), .degraded (flag)
 """
 
 from __future__ import annotations
 
-from rebuttal.evidence.base import FallbackSearcher, Searcher, SearchError, search_with_notes
+from rebuttal.evidence.base import (
+    FallbackSearcher, Searcher, SearchError, SearchOutcome, search_evidence, search_with_notes,
+)
 from rebuttal.evidence.corpus import (
     CorpusError, Passage, add_corpus, list_corpora, load_passages, read_memory_evidence,
     read_passages, rebuttal_home, remove_corpus,
@@ -29,7 +31,8 @@ def default_searcher(web: bool = False, **web_settings) -> Searcher:
 
 
 __all__ = [
-    "CorpusError", "FallbackSearcher", "LocalEvidenceStore", "Passage", "SearchError", "Searcher",
+    "CorpusError", "FallbackSearcher", "LocalEvidenceStore", "Passage", "SearchError", "SearchOutcome",
+    "Searcher", "search_evidence",
     "WebSearcher", "add_corpus", "classify_domain", "classify_url", "default_searcher",
     "list_corpora", "load_passages", "read_memory_evidence", "read_passages", "rebuttal_home",
     "remove_corpus", "search_with_notes",

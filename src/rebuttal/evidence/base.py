@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from rebuttal.types import EvidenceItem
@@ -37,13 +38,30 @@ def clean_query(query: object, k: object = 3) -> tuple[str, int]:
     return query, k
 
 
-def search_with_notes(searcher: Searcher, query: str, k: int = 3) -> tuple[list[EvidenceItem], list[str]]:
-    """Search with any Searcher and return trace notes too (only FallbackSearcher has any).
+@dataclass
+class SearchOutcome:
+    """What one search found and how: `degraded` is True when the preferred source failed or
+    found nothing and a fallback answered (the pipeline flags that; notes are for the trace)."""
+
+    items: list[EvidenceItem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    degraded: bool = False
+    source: str | None = None  # the searcher that answered
+
+
+def search_evidence(searcher: Searcher, query: str, k: int = 3) -> SearchOutcome:
+    """Search with any Searcher and say how it went (only FallbackSearcher can degrade).
     SearchError propagates: the caller records it and goes on without evidence."""
-    own = getattr(searcher, "search_with_notes", None)
+    own = getattr(searcher, "search_outcome", None)
     if callable(own):
         return own(query, k)
-    return searcher.search(query, k), []
+    return SearchOutcome(items=searcher.search(query, k), source=searcher.name)
+
+
+def search_with_notes(searcher: Searcher, query: str, k: int = 3) -> tuple[list[EvidenceItem], list[str]]:
+    """(items, notes) of `search_evidence`; kept for callers that predate SearchOutcome."""
+    outcome = search_evidence(searcher, query, k)
+    return outcome.items, outcome.notes
 
 
 class FallbackSearcher:
@@ -56,9 +74,13 @@ class FallbackSearcher:
         self.name = f"{primary.name}+fallback:{fallback.name}"
 
     def search(self, query: str, k: int = 3) -> list[EvidenceItem]:
-        return self.search_with_notes(query, k)[0]
+        return self.search_outcome(query, k).items
 
     def search_with_notes(self, query: str, k: int = 3) -> tuple[list[EvidenceItem], list[str]]:
+        outcome = self.search_outcome(query, k)
+        return outcome.items, outcome.notes
+
+    def search_outcome(self, query: str, k: int = 3) -> SearchOutcome:
         query, k = clean_query(query, k)
         try:
             items = self.primary.search(query, k)
@@ -66,10 +88,11 @@ class FallbackSearcher:
             reason = f"{self.primary.name} search failed ({exc})"
         else:
             if items:
-                return items, [f"evidence from {self.primary.name}"]
+                return SearchOutcome(items, [f"evidence from {self.primary.name}"], source=self.primary.name)
             reason = f"{self.primary.name} search found nothing"
         try:
             items = self.fallback.search(query, k)
         except SearchError as exc:
             raise SearchError(f"{reason}; fallback {self.fallback.name} also failed ({exc})") from exc
-        return items, [f"{reason}; used {self.fallback.name} evidence instead"]
+        return SearchOutcome(items, [f"{reason}; used {self.fallback.name} evidence instead"],
+                             degraded=True, source=self.fallback.name)

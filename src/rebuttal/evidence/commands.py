@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from rebuttal.evidence.base import FallbackSearcher, SearchError, search_with_notes
+from rebuttal.evidence.base import FallbackSearcher, SearchError, search_evidence
 from rebuttal.evidence.corpus import CorpusError, add_corpus, list_corpora, remove_corpus
-from rebuttal.llm.base import MissingBackend
+from rebuttal.optional import MissingBackend
 
 app = typer.Typer(help="Evidence corpora and search (local by default, web on request).",
                   no_args_is_help=True)
@@ -80,11 +80,13 @@ def search_command(
         searcher = LocalEvidenceStore.default()
         if web:
             searcher = FallbackSearcher(WebSearcher(), searcher)
-        items, notes = search_with_notes(searcher, query, k)
+        outcome = search_evidence(searcher, query, k)
     except (CorpusError, SearchError, MissingBackend) as exc:
         _fail(str(exc))
+    items, notes = outcome.items, outcome.notes
     if as_json:
         typer.echo(json.dumps({"query": query, "searcher": searcher.name, "notes": notes,
+                               "degraded": outcome.degraded,
                                "items": [item.model_dump(mode="json") for item in items]},
                               indent=2, ensure_ascii=False))
         return

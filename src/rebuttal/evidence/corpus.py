@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from rebuttal import config
 from rebuttal.types import SourceTier
 
 STARTER_CORPUS = "starter_corpus.jsonl"
@@ -80,8 +81,7 @@ class Passage(BaseModel):
 
 def rebuttal_home() -> Path:
     """The user data folder: $REBUTTAL_HOME, else ~/.local/share/rebuttal."""
-    home = os.environ.get("REBUTTAL_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".local" / "share" / "rebuttal"
+    return config.home_dir()
 
 
 def user_corpus_dir() -> Path:

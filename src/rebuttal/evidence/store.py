@@ -31,7 +31,7 @@ from rebuttal.evidence.corpus import (
     CorpusError, Passage, default_corpus_paths, load_passages, read_passages, rebuttal_home,
     write_passages,
 )
-from rebuttal.llm.base import MissingBackend, require
+from rebuttal.optional import MissingBackend, require
 from rebuttal.types import EvidenceItem
 
 Encoder = Callable[[list[str]], np.ndarray]

@@ -27,7 +27,7 @@ from typing import Any
 from rebuttal.evidence.base import SearchError, clean_query
 from rebuttal.evidence.corpus import rebuttal_home
 from rebuttal.evidence.tiers import TIER_ORDER, classify_url
-from rebuttal.llm.base import MissingBackend, require
+from rebuttal.optional import MissingBackend, require
 from rebuttal.types import EvidenceItem, SourceTier
 
 DAY_S = 24 * 3600.0

@@ -64,17 +64,18 @@ class Baseline:
         task = prompt("baseline")
         messages = shared_prefix(post, exemplars, note, with_evidence=self.kind == "retrieval", with_replies=True)
         messages.append({"role": "user", "content": task.template.strip()})
-        step = result.trace.add(TraceStep(stage=self.kind, model=self.model.name, prompt_version=task.version))
+        step = result.trace.add(TraceStep(stage=self.kind, model=self.model.name, prompt_version=task.version,
+                                          attempts=0))
         try:
             out = generate_object(self.model, messages, BaselineOutput, max_tokens=self.max_tokens)
         except StructuredOutputError as exc:
-            step.latency_s, step.usage, step.attempts = exc.latency_s, exc.usage, exc.attempts
+            step.record(exc)
             result.status, result.message = "error", f"invalid model output: {exc}"
             return result
         except LLMError as exc:
             result.status, result.message = "error", f"model backend failed: {exc}"
             return result
-        step.latency_s, step.usage, step.attempts = out.latency_s, out.usage, out.attempts
+        step.record(out)
         value = out.value
         result.analysis = Analysis(
             is_hateful=True, target_group=value.target_group, category=value.hs_type,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from rebuttal.config import CATEGORY_MODEL, GATE_MODEL, env
 from rebuttal.fire.baselines import BASELINES, Baseline
 from rebuttal.fire.pipeline import FirePipeline, settings_for
 from rebuttal.llm import ChatModel, ModelSettings, load_model
@@ -18,6 +19,18 @@ def _memory(path: str | None):
     from rebuttal.memory import Memory
 
     return Memory.load(Path(path)) if path else Memory.default()
+
+
+@lru_cache(maxsize=2)
+def _learned(category_path: str | None, gate_path: str | None):
+    """MiniLM, the category model and the hate gate (rebuttal.learned; shipped by default)."""
+    from rebuttal.learned import CategoryModel, HateGate
+    from rebuttal.learned.category import SHIPPED as SHIPPED_CATEGORY
+    from rebuttal.learned.gate import SHIPPED as SHIPPED_GATE
+    from rebuttal.llm.embeddings import load_minilm
+
+    return (load_minilm(), CategoryModel.load(category_path or SHIPPED_CATEGORY),
+            HateGate.load(gate_path or SHIPPED_GATE))
 
 
 def build_system(
@@ -35,7 +48,7 @@ def build_system(
         raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
     model = model or load_model(model_settings)
     settings = settings_for(ablations, **fire_overrides)
-    needs_memory = system in ("few-shot", "retrieval") or (system == "fire" and (settings.use_memory or not settings.use_analyst))
+    needs_memory = system in ("few-shot", "retrieval") or (system == "fire" and settings.use_memory)
     memory = _memory(memory_path) if needs_memory else None
     if system != "fire":
         return Baseline(system, model, memory)  # single calls: FIRE settings do not apply
@@ -44,15 +57,16 @@ def build_system(
         from rebuttal.evidence import default_searcher
 
         searcher = default_searcher(web=web)
-    return FirePipeline(model, memory, searcher, settings)
+    encoder, category_model, gate = _learned(env(CATEGORY_MODEL), env(GATE_MODEL))
+    category_memory = _memory(None) if category_model.uses_memory and memory is not None else None
+    return FirePipeline(model, memory, searcher, settings, encoder=encoder, category_model=category_model,
+                        gate=gate, category_memory=category_memory)
 
 
 @lru_cache(maxsize=2)
-def default_pipeline(*, backend: str | None = None, model: str | None = None, base_url: str | None = None,
-                     threads: int | None = None, web: bool = False, memory_path: str | None = None) -> FirePipeline:
-    """FIRE on the embedded default model (or the configured backend), built once per process."""
-    settings = ModelSettings()
-    for key, value in (("backend", backend), ("model", model), ("base_url", base_url), ("threads", threads)):
-        if value is not None:
-            setattr(settings, key, value)
-    return build_system("fire", model_settings=settings, web=web, memory_path=memory_path)
+def default_pipeline(model_settings: ModelSettings | None = None, *, web: bool = False,
+                     memory_path: str | None = None) -> FirePipeline:
+    """FIRE on the configured model (the embedded default unless `model_settings` says
+    otherwise), built once per process and settings."""
+    return build_system("fire", model_settings=model_settings or ModelSettings(), web=web,
+                        memory_path=memory_path)

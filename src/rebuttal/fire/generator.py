@@ -1,159 +1,141 @@
-"""FIRE phase 2 (CARE): the Counterspeech Generator and the reply checks.
+"""FIRE phase 2 (CARE): the Counterspeech Generator.
 
-A reply is rejected (and regenerated once, then flagged) when it cites an evidence number that
-was not retrieved, or restates a long stretch of the hateful post, which is how a small model
-repeats the claim as if it were fact.
+It sees the system text, the post, and one task message (target, category, strategy, evidence
+that fits, optionally a human reply to a similar post to adapt). Every draft goes through the
+checks in checks.py; a failed draft is regenerated with the problems stated (bounded), the best
+draft is kept and, if it still fails a check, flagged: status `ok` means every check passed.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from difflib import SequenceMatcher
+from dataclasses import dataclass
 
-from rebuttal.fire.prompting import (
-    Exemplar, ReplyDraft, citation_rule, prompt, render_evidence, render_style_replies,
+import numpy as np
+
+from rebuttal.fire.checks import (
+    Problem, attributed_evidence, check_draft, cited_numbers, failures, relevance_problem,
 )
+from rebuttal.fire.prompting import Exemplar, ReplyDraft, citation_rule, clip, prompt, render_evidence
+from rebuttal.learned.text import language
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
-from rebuttal.types import Analysis, EvidenceItem, Reply, Trace, TraceStep
+from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, TraceStep
 
-CITATION = re.compile(r"\[(\d{1,2})\]")
-WORD = re.compile(r"\w+", re.UNICODE)
-RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
-
-
-def cited_numbers(text: str) -> list[int]:
-    return sorted({int(n) for n in CITATION.findall(text)})
+# A draft failing one of these cannot be posted; the others need a light edit at most.
+SEVERE = {"relevance", "contradiction", "faithfulness", "script", "truncation", "repetition"}
+REGENERATION_TEMPERATURE = 0.7
 
 
-# Words just before a copied run that show the reply reports the claim rather than asserts it.
-DISTANCING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
-              "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
-              "not", "no", "never", "isn", "aren", "don", "doesn", "t", "false", "wrong", "untrue"}
+def severity(results: Sequence[CheckResult]) -> int:
+    return sum(3 if r.name in SEVERE else 1 for r in failures(results))
 
 
-def restated_run(reply: str, post: str) -> str | None:
-    """The longest run of words the reply copies from the post, if long enough to restate the
-    claim and not framed as a report of it ("the claim that ...", a negation, quotation marks)."""
-    post_words = [w.lower() for w in WORD.findall(post)]
-    reply_words = [w.lower() for w in WORD.findall(reply)]
-    if not post_words or not reply_words:
-        return None
-    match = SequenceMatcher(None, post_words, reply_words, autojunk=False).find_longest_match()
-    # Short posts: copying most of the post is a restatement even below the fixed minimum.
-    needed = min(RESTATE_MIN_WORDS, max(4, int(0.8 * len(post_words))))
-    if match.size < needed:
-        return None
-    copied = " ".join(post_words[match.a : match.a + match.size])
-    before = set(reply_words[max(0, match.b - 8) : match.b])  # "the notion that ...", "it is false that ..."
-    if before & DISTANCING or _quoted(reply, copied):
-        return None
-    return copied
+@dataclass
+class Draft:
+    text: str
+    checks: list[CheckResult]
 
 
-def _quoted(reply: str, copied: str) -> bool:
-    """True when the copied words sit inside quotation marks in the reply."""
-    for quote in re.findall(r'["“«„](.+?)["”»“]', reply):
-        if copied in " ".join(w.lower() for w in WORD.findall(quote)):
-            return True
-    return False
+class DraftJudge:
+    """Runs every check on a draft; relevance uses sentence vectors when an encoder is given."""
+
+    def __init__(self, encoder=None):
+        self.encoder = encoder
+
+    def judge(self, text: str, post: str, evidence: Sequence[EvidenceItem], others: Sequence[str],
+              post_vector: np.ndarray | None, stopped_at_limit: bool) -> list[CheckResult]:
+        relevance: Problem | None = None
+        if self.encoder is not None:
+            vectors = self.encoder.encode([text, *others] + ([] if post_vector is not None else [post]))
+            post_vec = post_vector if post_vector is not None else vectors[-1]
+            relevance = relevance_problem(vectors[0], post_vec, vectors[1 : 1 + len(others)])
+        return check_draft(text, post, evidence, stopped_at_limit=stopped_at_limit, relevance=relevance,
+                           relevance_ran=self.encoder is not None)
 
 
-NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-
-
-def unsupported_numbers(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
-    """Numbers (years, statistics) in the reply that neither the evidence nor the post contains:
-    a small model's way of citing a source it only remembers, e.g. from an exemplar reply."""
-    known = set(NUMBER.findall(post))
-    for item in evidence:
-        known.update(NUMBER.findall(" ".join(filter(None, (item.text, item.source, item.date)))))
-    body = CITATION.sub(" ", text)
-    return sorted({n for n in NUMBER.findall(body) if n not in known})
-
-
-def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: int = 4) -> list[int]:
-    """Evidence numbers the reply draws on without citing: it repeats one of the item's numbers
-    (a statistic, a year) or a run of `min_run` of its words. Small models often use the facts
-    but drop the [n] marker; a reviewer still needs to see where each fact came from."""
-    reply_words = [w.lower() for w in WORD.findall(text)]
-    reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
-    used = []
-    for number, item in enumerate(evidence, 1):
-        item_words = [w.lower() for w in WORD.findall(item.text)]
-        shared = SequenceMatcher(None, item_words, reply_words, autojunk=False).find_longest_match()
-        if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
-            used.append(number)
-    return used
-
-
-def reply_problems(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
-    problems = []
-    numbers = unsupported_numbers(text, post, evidence)
-    if numbers:
-        problems.append(f"it states {', '.join(numbers)}, which no retrieved evidence contains; use only the numbered evidence")
-    unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
-    if unknown:
-        have = f"[1] to [{len(evidence)}]" if evidence else "none"
-        problems.append(f"it cites {', '.join(f'[{n}]' for n in unknown)} but the evidence is {have}")
-    copied = restated_run(text, post)
-    if copied:
-        problems.append(f'it repeats the post\'s words "{copied}"; refer to the claim without restating it')
-    return problems
+def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem], post: str,
+                   adapt: Exemplar | None = None) -> tuple[str, str]:
+    template = prompt("generator")
+    adapt_block = ""
+    if adapt is not None:
+        adapt_block = (f'A person once answered a similar post with: "{clip(adapt.reply)}" '
+                       "Reuse its idea only where it fits this post, in your own words.\n")
+    text = template.render(
+        target_group=analysis.target_group, category=analysis.category.value,
+        strategy=analysis.category.strategy, adapt_block=adapt_block,
+        evidence_block=render_evidence(evidence), citation_rule=citation_rule(evidence),
+        language="Chinese" if language(post) == "zh" else "English",
+    )
+    return text.strip(), template.version
 
 
 class Generator:
-    def __init__(self, model: ChatModel, max_tokens: int = 256):
+    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 1):
         self.model = model
         self.max_tokens = max_tokens
+        self.judge = DraftJudge(encoder)
+        self.max_regenerations = max_regenerations
 
-    def _draft(self, messages: list[Message], step: TraceStep) -> str | None:
+    def _draft(self, messages: list[Message], step: TraceStep, attempt: int) -> tuple[ReplyDraft | None, bool]:
+        """(the draft or None, whether decoding stopped at the token limit). The first draft is
+        greedy; a regeneration samples (seeded), since greedy decoding tended to repeat the
+        same fault even when told about it."""
+        temperature = 0.0 if attempt == 0 else REGENERATION_TEMPERATURE
         try:
-            result = generate_object(self.model, messages, ReplyDraft, max_tokens=self.max_tokens)
+            result = generate_object(self.model, messages, ReplyDraft, max_tokens=self.max_tokens,
+                                     temperature=temperature, seed=attempt)
         except StructuredOutputError as exc:
-            step.latency_s += exc.latency_s
-            step.usage = step.usage + exc.usage
-            step.attempts += exc.attempts
+            step.record(exc)
             step.notes.append(f"invalid generator output: {str(exc)[:200]}")
-            return None
-        step.latency_s += result.latency_s
-        step.usage = step.usage + result.usage
-        step.attempts += result.attempts
-        return result.value.reply.strip()
+            return None, True
+        step.record(result)
+        last = result.completions[-1] if result.completions else None
+        at_limit = last is not None and last.usage.completion_tokens >= self.max_tokens
+        return result.value, at_limit
 
-    def run(
-        self,
-        post: str,
-        conversation: list[Message],
-        task: str,
-        task_version: str,
-        evidence: Sequence[EvidenceItem],
-        strategy: str,
-        trace: Trace,
-    ) -> Reply | None:
-        """Write, check, regenerate once, flag. `conversation` is the shared prefix (plus the
-        analyst's turn) so the backend reuses its KV cache."""
-        step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=task_version, attempts=0))
-        messages = [*conversation, {"role": "user", "content": task}]
-        text = self._draft(messages, step)
-        problems = reply_problems(text, post, evidence) if text else ["no valid reply"]
-        if problems and text:
-            step.notes.append("rejected: " + "; ".join(problems))
+    def run(self, post: str, prefix: list[Message], analysis: Analysis, evidence: Sequence[EvidenceItem],
+            trace: Trace, *, adapt: Exemplar | None = None, post_vector: np.ndarray | None = None) -> Reply | None:
+        """`prefix` is the system text and the post (and the analyst's answer when there was an
+        analyst): the conversation reads as post -> analysis -> "now answer it"."""
+        task, version = generator_task(analysis, evidence, post, adapt)
+        step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=version, attempts=0))
+        # What a draft may answer instead of the post: the exemplar post it was shown. (Evidence
+        # is not among them: it passed the fit test, and a reply may lean on it heavily.)
+        others = [adapt.post] if adapt is not None else []
+        messages = [*prefix, {"role": "user", "content": task}]
+        drafts: list[Draft] = []
+        for attempt in range(1 + self.max_regenerations):
+            draft, at_limit = self._draft(messages, step, attempt)
+            if draft is None:
+                break
+            text = draft.reply.strip()
+            checks = self.judge.judge(text, post, evidence, others, post_vector, at_limit)
+            drafts.append(Draft(text, checks))
+            problems = failures(checks)
+            step.notes.append(f"draft {attempt + 1}: " + ("all checks passed" if not problems else
+                                                          "failed " + ", ".join(r.name for r in problems)))
+            if not problems:
+                break
             retry = prompt("regenerate")
-            step.prompt_version = f"{task_version}+{retry.version}"
+            step.prompt_version = f"{version}+{retry.version}"
             messages += [
-                {"role": "assistant", "content": ReplyDraft(reply=text).model_dump_json()},
-                {"role": "user", "content": retry.render(problems="; ".join(problems))},
+                {"role": "assistant", "content": draft.model_dump_json()},
+                {"role": "user", "content": retry.render(problems="; ".join(r.detail for r in problems))},
             ]
-            second = self._draft(messages, step)
-            if second:
-                text, problems = second, reply_problems(second, post, evidence)
-        if not text:
+        if not drafts:
             trace.flag("generator_failed")
             return None
-        if problems:
-            step.notes.append("still failing after one regeneration: " + "; ".join(problems))
-            trace.flag("reply_check_failed")
+        best = min(drafts, key=lambda d: severity(d.checks))  # the first of equals: min is stable
+        for failed in failures(best.checks):
+            trace.flag(f"draft_{failed.name}")
+        if self.judge.encoder is None:
+            trace.flag("draft_relevance_unchecked")
+        return Reply(text=best.text, strategy=analysis.category.strategy,
+                     cited_evidence_ids=self._cited(best.text, evidence, step, trace),
+                     checks=best.checks, drafts=len(drafts), adapted_from=adapt.id if adapt else None)
+
+    @staticmethod
+    def _cited(text: str, evidence: Sequence[EvidenceItem], step: TraceStep, trace: Trace) -> list[str]:
         explicit = [n for n in cited_numbers(text) if 1 <= n <= len(evidence)]
         implicit = [n for n in attributed_evidence(text, evidence) if n not in explicit]
         if implicit:
@@ -161,18 +143,9 @@ class Generator:
         cited = [evidence[n - 1].id for n in sorted({*explicit, *implicit})]
         if evidence and not cited:
             trace.flag("evidence_not_cited")
-        return Reply(text=text, strategy=strategy, cited_evidence_ids=cited)
+        return cited
 
 
-def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem],
-                   exemplars: Sequence[Exemplar] = ()) -> tuple[str, str]:
-    template = prompt("generator")
-    text = template.render(
-        category=analysis.category.value,
-        target_group=analysis.target_group,
-        strategy=analysis.category.strategy,
-        style_block=render_style_replies(exemplars, analysis.category),
-        evidence_block=render_evidence(evidence),
-        citation_rule=citation_rule(evidence),
-    )
-    return text.strip(), template.version
+def reply_problems(text: str, post: str, evidence: Sequence[EvidenceItem]) -> list[str]:
+    """The text-only checks' problems (no relevance: no encoder), for single-call baselines."""
+    return [r.detail for r in failures(check_draft(text, post, evidence, relevance_ran=False))]

@@ -1,4 +1,4 @@
-"""The FIRE pipeline: memory → analyst → evidence → generator, with the paper's ablations."""
+"""The FIRE pipeline: assessor (gate, category, memory) → analyst → evidence → generator."""
 
 from __future__ import annotations
 
@@ -6,28 +6,35 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from rebuttal.fire.analyst import Analyst, CategoryPolicy
-from rebuttal.fire.generator import Generator, generator_task
-from rebuttal.fire.prompting import (
-    Exemplar, citation_rule, prompt, render_evidence, render_style_replies, shared_prefix,
-)
+from rebuttal.fire.assessor import Assessment, Assessor
+from rebuttal.fire.generator import Generator
+from rebuttal.fire.prompting import Exemplar, post_prefix
 from rebuttal.llm import ChatModel, LLMError
 from rebuttal.types import (
-    Analysis, EvidenceItem, FireResult, InputError, MemoryView, SourceTier, Trace, TraceStep,
-    check_post,
+    Analysis, EvidenceItem, FireResult, HateType, InputError, SourceTier, Trace, TraceStep, check_post,
 )
 
 
 @dataclass
 class FireSettings:
-    policy: CategoryPolicy = CategoryPolicy.memory  # the most accurate on silver dev (analyst.py)
-    exemplars_shown: int = 3  # per category; prompts stay short on CPU
-    evidence_k: int = 3
+    policy: CategoryPolicy = CategoryPolicy.learned  # most accurate on silver dev (analyst.md)
+    evidence_k: int = 2  # the 1.5B model copied every item it was given; two keep replies short
+    # Categories whose replies get retrieved evidence (the paper: all three factual ones).
+    evidence_for: frozenset[HateType] = frozenset({HateType.misinformation, HateType.stereotype,
+                                                   HateType.conspiracy})
+    # Evidence must be about the post: MiniLM cosine to the post, chosen on silver dev (drafts.md).
+    evidence_min_similarity: float = 0.3
+    adapt: bool = False  # adapt the nearest human reply of the category (measured in drafts.md)
+    adapt_min_similarity: float = 0.6
+    max_regenerations: int = 1  # bounded: each costs one more generation (~8 s on the 1.5B)
     use_memory: bool = True
     use_evidence: bool = True
     use_analyst: bool = True
-    analyst_max_tokens: int = 220
-    reply_max_tokens: int = 256
+    analyst_max_tokens: int = 200
+    reply_max_tokens: int = 200
 
     @property
     def system_name(self) -> str:
@@ -52,17 +59,26 @@ def settings_for(ablations: Sequence[str] = (), **overrides) -> FireSettings:
 
 
 class FirePipeline:
-    """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL."""
+    """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL.
 
-    def __init__(self, model: ChatModel, memory=None, searcher=None, settings: FireSettings | None = None):
+    `encoder` (MiniLM) feeds the category model, the gate, the evidence fit and the draft
+    relevance check; without it those are skipped and the result says so."""
+
+    def __init__(self, model: ChatModel, memory=None, searcher=None, settings: FireSettings | None = None,
+                 *, encoder=None, category_model=None, gate=None, category_memory=None):
         self.model = model
         self.settings = settings or FireSettings()
         self.memory = memory if self.settings.use_memory else None
         self.searcher = searcher if self.settings.use_evidence else None
-        if not self.settings.use_analyst and self.memory is None:
-            raise ValueError("the no-analyst ablation needs the memory to choose the category")
+        if category_model is not None and category_model.uses_memory and self.memory is None:
+            category_model = None  # trained on the memory's scores: without a memory it cannot run
+        self.encoder = encoder
+        self.assessor = Assessor(encoder, self.memory, category_model, gate,
+                                 category_memory if self.memory is not None else None)
+        if not self.settings.use_analyst and category_model is None and self.memory is None:
+            raise ValueError("the no-analyst ablation needs the category model or the memory")
         self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens)
-        self.generator = Generator(model, self.settings.reply_max_tokens)
+        self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations)
 
     # ------------------------------------------------------------------ public API
 
@@ -87,10 +103,7 @@ class FirePipeline:
                               status="error", message=f"invalid input: {exc}")
         result = FireResult(id=id, text=post, system=system, status="ok")
         try:
-            if self.settings.use_analyst:
-                self._heal_and_care(result, reply)
-            else:
-                self._single_pass(result, reply)
+            self._heal_and_care(result, reply)
         except LLMError as exc:
             result.status, result.message = "error", f"model backend failed: {exc}"
             return result
@@ -99,99 +112,101 @@ class FirePipeline:
             result.message = "needs a reviewer's attention: " + ", ".join(result.trace.flags)
         return result
 
-    def _recall(self, post: str, trace: Trace) -> tuple[MemoryView | None, list[Exemplar], object]:
-        if self.memory is None:
-            return None, [], None
-        started = time.perf_counter()
-        query = self.memory.query(post)
-        view = query.view()
-        shown = []
-        for category in view.candidates:
-            per = self.settings.exemplars_shown if not view.ambiguous else max(1, self.settings.exemplars_shown - 1)
-            shown += [Exemplar.from_record(r) for r in query.exemplars if r.category == category][:per]
-        view.exemplar_ids = [ex.id for ex in shown]
-        trace.add(TraceStep(
-            stage="memory", latency_s=time.perf_counter() - started,
-            notes=[f"t̂={view.predicted.value} ρ={view.purity:.2f}" + (" ambiguous" if view.ambiguous else "")],
-        ))
-        return view, shown, query
-
     def _heal_and_care(self, result: FireResult, reply: bool) -> None:
-        view, exemplars, query = self._recall(result.text, result.trace)
-        result.memory = view
-        turn = self.analyst.run(result.text, exemplars, view, result.trace)
-        result.analysis = turn.analysis
-        if not turn.analysis.is_hateful:
-            result.status = "not_hateful"
-            result.message = f"No reply: the analyst judged the post not hateful. {turn.analysis.reasoning}"
-            if view is not None and not view.ambiguous and query is not None and all(r.is_hateful for r in query.exemplars):
-                # Safety first (no reply), but a reviewer should see the disagreement.
-                result.trace.flag("memory_disagrees_not_hateful")
+        assessment = self.assessor.assess(result.text, result.trace)
+        result.memory = assessment.view
+        if assessment.hateful is False:
+            self._not_hateful(result, assessment)
             return
-        if turn.analysis.category.needs_evidence and turn.analysis.search_query:
+        if self.settings.use_analyst:
+            turn = self.analyst.run(result.text, assessment, result.trace)
+            analysis, prefix = turn.analysis, turn.messages
+        else:
+            analysis, prefix = self._without_analyst(result.text, assessment), post_prefix(result.text)
+        result.analysis = analysis
+        if not analysis.is_hateful:  # the gate passed it, but the LLM said `none`
+            if analysis.gate is not None:
+                result.trace.flag("gate_llm_disagrees")
+            result.status = "not_hateful"
+            result.message = f"No reply: the analyst judged the post not hateful. {analysis.reasoning}"
+            return
+        if analysis.category in self.settings.evidence_for and analysis.search_query:
             # The post's own words help the lexical half of the search when the query is vague.
-            result.evidence = self.retrieve(f"{turn.analysis.search_query} {result.text}"[:300], result.trace)
-        if not reply:
-            return
-        task, version = generator_task(turn.analysis, result.evidence, exemplars)
-        conversation = [*turn.messages, {"role": "assistant", "content": turn.answer}]
-        result.reply = self.generator.run(
-            result.text, conversation, task, version, result.evidence,
-            turn.analysis.category.strategy, result.trace,
-        )
+            query = f"{analysis.search_query} {result.text}"[:300]
+            result.evidence = self.retrieve(query, result.trace, assessment.vector)
+        if reply:
+            result.reply = self.generator.run(
+                result.text, prefix, analysis, result.evidence, result.trace,
+                adapt=self._adaptable(assessment, analysis.category), post_vector=assessment.vector,
+            )
 
-    def _single_pass(self, result: FireResult, reply: bool) -> None:
-        """Ablation `no-analyst`: one generation with the same memory and evidence access."""
-        view, exemplars, query = self._recall(result.text, result.trace)
-        result.memory = view
-        category = view.predicted
-        neighbours = query.exemplars
-        if sum(not r.is_hateful for r in neighbours) > len(neighbours) / 2:
-            result.status = "not_hateful"
-            result.message = "No reply: most of the nearest memory records are not hateful (no analyst in this ablation)."
-            return
-        targets = [ex.target_group for ex in exemplars if ex.category == category]
+    def _not_hateful(self, result: FireResult, assessment: Assessment) -> None:
+        gate = assessment.gate
+        result.status = "not_hateful"
+        result.message = (f"No reply: the hate gate scored the post {gate.score:.2f}, below its threshold "
+                          f"{gate.threshold:.2f}.")
         result.analysis = Analysis(
-            is_hateful=True, target_group=targets[0] if targets else "Others", category=category,
-            reasoning="Single pass (no analyst): category from the memory.",
-            search_query=result.text[:160] if category.needs_evidence else None,
-        )
-        if category.needs_evidence:
-            result.evidence = self.retrieve(result.text[:160], result.trace)
-        if not reply:
-            return
-        template = prompt("single_pass")
-        task = template.render(
-            category=category.value, strategy=category.strategy,
-            style_block=render_style_replies(exemplars, category),
-            evidence_block=render_evidence(result.evidence), citation_rule=citation_rule(result.evidence),
-        ).strip()
-        prefix = shared_prefix(result.text, exemplars, f"nearest records, purity {view.purity:.2f}")
-        result.reply = self.generator.run(
-            result.text, prefix, task, template.version, result.evidence, category.strategy, result.trace
+            is_hateful=False, target_group="", category=assessment.category or HateType.nonfactual,
+            reasoning="Not hateful according to the hate gate; no analysis or reply is written.",
+            confidence=assessment.confidence, votes=assessment.votes, gate=gate,
         )
 
-    def retrieve(self, query: str, trace: Trace) -> list[EvidenceItem]:
-        """Evidence for a factual claim. A failed search degrades (no evidence, flagged for the
-        reviewer) and never stops the reply: the generator is then told to cite nothing."""
+    def _without_analyst(self, post: str, assessment: Assessment) -> Analysis:
+        """Ablation `no-analyst`: the learned category, the nearest exemplar's target group."""
+        category = assessment.category
+        exemplars = assessment.query.exemplars if assessment.query is not None else []
+        targets = [r.target_group for r in exemplars if r.category == category]
+        return Analysis(
+            is_hateful=True, target_group=targets[0] if targets else "Others", category=category,
+            reasoning="No analyst (ablation): category from the learned model.",
+            search_query=post[:160] if category.needs_evidence else None,
+            confidence=assessment.confidence, votes=assessment.votes, gate=assessment.gate,
+        )
+
+    def _adaptable(self, assessment: Assessment, category: HateType) -> Exemplar | None:
+        """The nearest memory record of the category with a human reply, if close enough."""
+        if not self.settings.adapt or assessment.query is None:
+            return None
+        for neighbour in assessment.query.neighbours:
+            if neighbour.category == category and neighbour.similarity >= self.settings.adapt_min_similarity:
+                record = self.memory.record(neighbour.id)
+                if record.is_hateful and record.counterspeech:
+                    return Exemplar.from_record(record)
+        return None
+
+    def retrieve(self, query: str, trace: Trace, post_vector: np.ndarray | None = None) -> list[EvidenceItem]:
+        """Evidence for a factual claim, kept only when it is about the post. A failed search
+        degrades (no evidence, flagged) and never stops the reply: the generator then cites nothing."""
         if self.searcher is None:
             return []
-        from rebuttal.evidence import search_with_notes
+        from rebuttal.evidence import search_evidence
 
-        step = trace.add(TraceStep(stage="evidence", notes=[f"query: {query}"]))
+        step = trace.add(TraceStep(stage="evidence", notes=[f"query: {query}"], attempts=0))
         started = time.perf_counter()
         try:
-            found, notes = search_with_notes(self.searcher, query, self.settings.evidence_k)
-            step.notes += notes
-            if any("failed" in note or "nothing" in note for note in notes):
+            outcome = search_evidence(self.searcher, query, self.settings.evidence_k)
+            found = outcome.items
+            step.notes += outcome.notes
+            if outcome.degraded:
                 trace.flag("search_degraded")
         except Exception as exc:  # noqa: BLE001 - SearchError or anything a custom searcher raises
             found = []
             step.notes.append(f"search failed: {type(exc).__name__}: {str(exc)[:200]}")
             trace.flag("search_failed")
         items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
+        items = self._fitting(items, post_vector, step)
         step.notes.append("evidence ids: " + (", ".join(item.id for item in items) or "none"))
         if not items:
             trace.flag("no_evidence")
         step.latency_s = time.perf_counter() - started
         return items
+
+    def _fitting(self, items: list[EvidenceItem], post_vector: np.ndarray | None, step: TraceStep) -> list[EvidenceItem]:
+        if not items or post_vector is None or self.encoder is None:
+            return items
+        similarity = self.encoder.encode([item.text for item in items]) @ post_vector
+        kept = [item for item, s in zip(items, similarity) if s >= self.settings.evidence_min_similarity]
+        dropped = [f"{item.id} ({s:.2f})" for item, s in zip(items, similarity) if s < self.settings.evidence_min_similarity]
+        if dropped:
+            step.notes.append("not about the post, dropped: " + ", ".join(dropped))
+        return kept

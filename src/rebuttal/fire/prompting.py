@@ -1,8 +1,8 @@
 """Prompt assembly shared by FIRE's agents and baselines.
 
-Every FIRE conversation starts with the same two messages (system text, then memory exemplars
-and the post). The analyst adds its task to that; the generator continues the analyst's
-conversation, so llama.cpp reuses the KV cache of the whole shared prefix.
+FIRE's analyst starts with the system text and the post (`post_prefix`); the generator continues
+the analyst's conversation, so llama.cpp reuses its KV cache. No exemplar post is in it: with
+exemplar posts in its context the 1.5B model answered an exemplar instead of the post (issue 12). The baselines keep the paper's shape (`shared_prefix`: exemplars, then the post).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ PACKAGE = "rebuttal.fire"
 MAX_EXAMPLE_CHARS = 320  # keeps prompts compact: CPU prompt processing dominates latency
 
 
-def prompt(name: str):
-    return load_prompt(PACKAGE, name)
+def prompt(name: str, version: int | None = None):
+    return load_prompt(PACKAGE, name, version)
 
 
 def quote_post(text: str) -> str:
@@ -30,7 +30,7 @@ def quote_post(text: str) -> str:
     return text.replace("<post>", "‹post›").replace("</post>", "‹/post›")
 
 
-def _clip(text: str | None, limit: int = MAX_EXAMPLE_CHARS) -> str:
+def clip(text: str | None, limit: int = MAX_EXAMPLE_CHARS) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -67,13 +67,13 @@ def render_exemplars(exemplars: Sequence[Exemplar], *, with_evidence: bool = Fal
         label = ex.category.value if ex.is_hateful else "not hateful"
         lines = [
             f"[Example {number}] category: {label}; target: {ex.target_group}",
-            f"Post: \"{_clip(ex.post)}\"",
-            f"Reasoning: {_clip(ex.reasoning, 200)}",
+            f"Post: \"{clip(ex.post)}\"",
+            f"Reasoning: {clip(ex.reasoning, 200)}",
         ]
         if with_evidence and ex.evidence:
-            lines.append(f"Evidence: {_clip(ex.evidence)} ({ex.evidence_source or 'source not given'})")
+            lines.append(f"Evidence: {clip(ex.evidence)} ({ex.evidence_source or 'source not given'})")
         if with_replies and ex.reply:
-            lines.append(f"Reply: {_clip(ex.reply)}")
+            lines.append(f"Reply: {clip(ex.reply)}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -82,7 +82,7 @@ def shared_prefix(
     post: str, exemplars: Sequence[Exemplar], memory_note: str, *, with_evidence: bool = False,
     with_replies: bool = False,
 ) -> list[Message]:
-    context = prompt("context").render(
+    context = prompt("context", version=1).render(
         memory_note=memory_note,
         exemplars=render_exemplars(exemplars, with_evidence=with_evidence, with_replies=with_replies),
         post=quote_post(post),
@@ -93,23 +93,22 @@ def shared_prefix(
     ]
 
 
-def render_style_replies(exemplars: Sequence[Exemplar], category: HateType, limit: int = 2) -> str:
-    """Reply patterns of the chosen category: style for the generator, never content."""
-    replies = [ex.reply for ex in exemplars if ex.category == category and ex.is_hateful and ex.reply][:limit]
-    if not replies:
-        return ""
-    lines = [f"Example replies to {category.value} posts (copy their style, not their facts):"]
-    lines += [f"- {_clip(reply)}" for reply in replies]
-    return "\n".join(lines)
+def post_prefix(post: str) -> list[Message]:
+    """System text and the post, nothing else: the prefix FIRE's two agents share."""
+    return [
+        {"role": "system", "content": prompt("system").template.strip()},
+        {"role": "user", "content": prompt("post").render(post=quote_post(post)).strip()},
+    ]
 
 
 def render_evidence(evidence: Sequence[EvidenceItem]) -> str:
     if not evidence:
         return "No evidence was retrieved: do not cite numbers or sources."
-    lines = ["Evidence (cite by number, e.g. [1]; use no other facts or sources):"]
+    lines = ["Evidence (use one of these facts, in your own words, and cite it by number, e.g. [1]; "
+             "use no other facts or sources):"]
     for number, item in enumerate(evidence, 1):
         dated = f", {item.date}" if item.date else ""
-        lines.append(f"[{number}] {_clip(item.text, 400)} ({item.source}{dated})")
+        lines.append(f"[{number}] {clip(item.text, 240)} ({item.source}{dated})")
     return "\n".join(lines)
 
 

@@ -9,11 +9,11 @@ from rebuttal.llm.base import (
     StructuredOutputError,
     extract_json,
 )
-from rebuttal.llm.factory import BACKENDS, ModelSettings, load_model
-from rebuttal.llm.structured import StructuredResult, generate_object
+from rebuttal.llm.factory import BACKENDS, Backend, ModelSettings, load_model
+from rebuttal.llm.structured import StructuredResult, generate_object, generate_objects
 
 __all__ = [
-    "BACKENDS", "ChatModel", "Completion", "LLMError", "Message", "MissingBackend",
+    "BACKENDS", "Backend", "ChatModel", "Completion", "LLMError", "Message", "MissingBackend",
     "ModelSettings", "StructuredOutputError", "StructuredResult", "extract_json",
-    "generate_object", "load_model",
+    "generate_object", "generate_objects", "load_model",
 ]

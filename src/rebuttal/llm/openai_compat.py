@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -11,19 +10,28 @@ from typing import Any
 
 import httpx
 
+from rebuttal import config
 from rebuttal.llm.base import ChatModel, Completion, LLMError, Message
 from rebuttal.types import Usage
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
+class ServerRefused(LLMError):
+    """The server answered, with an error status (as opposed to timing out or being down)."""
+
+
 class OpenAICompatModel(ChatModel):
     """A model served behind `/v1/chat/completions`.
 
-    JSON schemas go out as `response_format: {"type": "json_schema", ...}`, which vLLM, the
-    llama.cpp server and OpenAI enforce. Timeouts and transient statuses (429, 5xx) are retried
+    JSON schemas go out as `response_format: {"type": "json_schema", ...}`, which vLLM, the C++
+    llama-server and OpenAI enforce; a server that rejects that form (llama-cpp-python's own
+    server answers 500) is asked once more with `{"type": "json_object", "schema": ...}`, and that
+    form is kept for the model's later calls. Timeouts and transient statuses (429, 5xx) are retried
     with exponential backoff and jitter, at most `max_retries` times.
     """
+
+    concurrent_calls = True  # the server queues requests itself
 
     def __init__(
         self,
@@ -43,7 +51,8 @@ class OpenAICompatModel(ChatModel):
         self.backoff_s = backoff_s
         self.max_concurrency = max_concurrency
         self.extra_body = extra_body or {}
-        key = api_key or os.environ.get("REBUTTAL_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        self.schema_form = "json_schema"  # or "json_object" once the server refused json_schema
+        key = api_key or config.env(config.API_KEY) or config.env("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
@@ -58,7 +67,9 @@ class OpenAICompatModel(ChatModel):
         }
         if stop:
             payload["stop"] = stop
-        if json_schema is not None:
+        if json_schema is not None and self.schema_form == "json_object":
+            payload["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif json_schema is not None:
             payload["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": json_schema.get("title", "response"), "schema": json_schema},
@@ -66,27 +77,41 @@ class OpenAICompatModel(ChatModel):
         return payload
 
     def _complete(self, messages, *, json_schema, max_tokens, temperature, seed, stop):
-        payload = self._payload(messages, json_schema, max_tokens, temperature, seed, stop)
+        args = (messages, json_schema, max_tokens, temperature, seed, stop)
+        try:
+            return self._post(self._payload(*args))
+        except ServerRefused:
+            if json_schema is None or self.schema_form == "json_object":
+                raise
+            self.schema_form = "json_object"
+            try:
+                return self._post(self._payload(*args))
+            except LLMError:
+                self.schema_form = "json_schema"  # not the form's fault: report the failure
+                raise
+
+    def _post(self, payload: dict) -> tuple[str, Usage]:
         url = f"{self.base_url}/chat/completions"
-        last_error = "no attempt"
+        last_error, refused = "no attempt", False
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2))
             try:
                 response = self._client.post(url, json=payload)
             except httpx.TimeoutException:
-                last_error = f"timed out after {self._client.timeout.read}s"
+                last_error, refused = f"timed out after {self._client.timeout.read}s", False
                 continue
             except httpx.TransportError as exc:
-                last_error = f"connection failed: {exc}"
+                last_error, refused = f"connection failed: {exc}", False
                 continue
             if response.status_code in RETRY_STATUS:
-                last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+                last_error, refused = f"HTTP {response.status_code}: {response.text[:200]}", True
                 continue
             if response.status_code >= 400:
-                raise LLMError(f"{url} answered HTTP {response.status_code}: {response.text[:300]}")
+                raise ServerRefused(f"{url} answered HTTP {response.status_code}: {response.text[:300]}")
             return self._read(response)
-        raise LLMError(f"{url} failed after {self.max_retries + 1} attempts: {last_error}")
+        error = ServerRefused if refused else LLMError
+        raise error(f"{url} failed after {self.max_retries + 1} attempts: {last_error}")
 
     @staticmethod
     def _read(response: httpx.Response) -> tuple[str, Usage]:

@@ -15,7 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-CACHE_ENV = "REBUTTAL_CACHE"
+from rebuttal import config
+
+CACHE_ENV = config.CACHE
 DEFAULT_MODEL = "qwen2.5-1.5b"
 
 
@@ -93,8 +95,7 @@ def get_model(name: str) -> EmbeddedModel:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "rebuttal"
-    return Path(root) / "models"
+    return config.cache_dir() / "models"
 
 
 def _package_file(package: str, pattern: str, model: EmbeddedModel) -> Path:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rebuttal.llm.base import ChatModel, require
+from rebuttal.llm.base import ChatModel
+from rebuttal.optional import require
 from rebuttal.types import Usage
 
 

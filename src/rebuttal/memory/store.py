@@ -159,6 +159,9 @@ class Memory:
             ))
         return results
 
+    def record(self, id: str) -> MemoryRecord:
+        return self._by_id[id]
+
     def nearest(self, text: str, n: int = 1) -> list[tuple[MemoryRecord, float]]:
         """The n most similar records overall (the paper's retrieval baseline uses n=1)."""
         vector = self._encode([check_post(text)])

@@ -2,6 +2,11 @@
 
 The secret is 32 random bytes, so a fast salted hash is enough (slow hashes such as scrypt
 protect low-entropy passwords, and would cost every request tens of milliseconds).
+
+Every key has a role (ROLES, each including the ones before it): `submit` calls the pipelines
+and reads its own jobs and results; `review` also reads everything and edits, approves, rejects
+and exports; `admin` also manages keys. A key created without a role is a `review` key, which
+is what every key was before roles existed (and what migrated keys become).
 """
 
 from __future__ import annotations
@@ -10,12 +15,15 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import or_, select
 
-from rebuttal.server.db import ApiKey, Database, utcnow
+from rebuttal.server.db import ROLES, ApiKey, Database, utcnow
 
 PREFIX = "rbk"
+DEFAULT_ROLE = "review"
+LAST_USED_STEP = timedelta(minutes=1)  # write last_used_at at most this often per key
 
 
 class UnknownKey(LookupError):
@@ -26,14 +34,27 @@ class UnknownKey(LookupError):
 class Caller:
     key_id: str
     name: str
+    role: str = DEFAULT_ROLE
+
+    def can(self, role: str) -> bool:
+        """True when this key's role is `role` or includes it (submit < review < admin)."""
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+def check_role(role: str) -> str:
+    role = (role or "").strip().lower()
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    return role
 
 
 def _digest(salt: str, secret: str) -> str:
     return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
 
 
-def create_key(db: Database, name: str) -> str:
-    """Store a new key for `name` and return the full key (shown once, never stored)."""
+def create_key(db: Database, name: str, role: str = DEFAULT_ROLE) -> str:
+    """Store a new key for `name` with `role` and return the full key (shown once, never stored)."""
+    role = check_role(role)
     name = name.strip()
     if not name or len(name) > 120:
         raise ValueError("key name must be 1-120 characters (it is the reviewer's identity)")
@@ -41,7 +62,7 @@ def create_key(db: Database, name: str) -> str:
     secret = secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
     with db.session() as session:
-        session.add(ApiKey(id=key_id, name=name, salt=salt, key_hash=_digest(salt, secret)))
+        session.add(ApiKey(id=key_id, name=name, salt=salt, key_hash=_digest(salt, secret), role=role))
     return f"{PREFIX}_{key_id}_{secret}"
 
 
@@ -59,29 +80,48 @@ def verify_key(db: Database, presented: str | None) -> Caller | None:
             return None
         if not hmac.compare_digest(row.key_hash, _digest(row.salt, secret)):
             return None
-        row.last_used_at = utcnow()
-        return Caller(key_id=row.id, name=row.name)
+        now = utcnow()
+        last = row.last_used_at
+        if last is not None and last.tzinfo is None:  # SQLite hands back naive UTC
+            last = last.replace(tzinfo=now.tzinfo)
+        if last is None or now - last > LAST_USED_STEP:  # one write a minute, not one per request
+            row.last_used_at = now
+        return Caller(key_id=row.id, name=row.name, role=row.role or DEFAULT_ROLE)
 
 
 def list_keys(db: Database) -> list[dict]:
     with db.session() as session:
         rows = session.scalars(select(ApiKey).order_by(ApiKey.created_at)).all()
         return [
-            {"id": r.id, "name": r.name, "created_at": r.created_at, "revoked_at": r.revoked_at,
+            {"id": r.id, "name": r.name, "role": r.role, "created_at": r.created_at, "revoked_at": r.revoked_at,
              "last_used_at": r.last_used_at}
             for r in rows
         ]
 
 
+def _active(session, id_or_name: str) -> list[ApiKey]:
+    rows = session.scalars(
+        select(ApiKey).where(or_(ApiKey.id == id_or_name, ApiKey.name == id_or_name), ApiKey.revoked_at.is_(None))
+    ).all()
+    if not rows:
+        raise UnknownKey(f"no active key with id or name {id_or_name!r} (see `rebuttal keys list`)")
+    return list(rows)
+
+
 def revoke_key(db: Database, id_or_name: str) -> list[str]:
     """Revoke the key with this id, or every active key with this name; returns the ids."""
     with db.session() as session:
-        rows = session.scalars(
-            select(ApiKey).where(or_(ApiKey.id == id_or_name, ApiKey.name == id_or_name),
-                                 ApiKey.revoked_at.is_(None))
-        ).all()
-        if not rows:
-            raise UnknownKey(f"no active key with id or name {id_or_name!r} (see `rebuttal keys list`)")
+        rows = _active(session, id_or_name)
         for row in rows:
             row.revoked_at = utcnow()
+        return [r.id for r in rows]
+
+
+def set_role(db: Database, id_or_name: str, role: str) -> list[str]:
+    """Give the key with this id, or every active key with this name, a new role; returns the ids."""
+    role = check_role(role)
+    with db.session() as session:
+        rows = _active(session, id_or_name)
+        for row in rows:
+            row.role = role
         return [r.id for r in rows]

@@ -50,6 +50,7 @@ def serve_command(
     max_request_bytes: Annotated[int | None, typer.Option(help="largest request body")] = None,
     rate_per_minute: Annotated[float | None, typer.Option(help="requests per minute per key")] = None,
     rate_burst: Annotated[int | None, typer.Option(help="requests a key may send at once")] = None,
+    rate_store: Annotated[str | None, typer.Option(help="database (shared by all workers; default) | memory")] = None,
     cors_origin: Annotated[list[str] | None, typer.Option(help="allow this browser origin (repeat); CORS is off without it")] = None,
     cookie_secure: Annotated[bool, typer.Option(help="Secure reviewer cookie (serving over HTTPS)")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
@@ -57,7 +58,7 @@ def serve_command(
     """Run the API and the reviewer page (http://HOST:PORT/review, API docs at /docs)."""
     from pydantic import ValidationError
 
-    from rebuttal.llm.base import require
+    from rebuttal.optional import require
     from rebuttal.server.app import create_app
     from rebuttal.server.db import SchemaMismatch
 
@@ -68,7 +69,7 @@ def serve_command(
     try:
         settings = ServerSettings.from_env(
             db_url=db, max_batch=max_batch, max_request_bytes=max_request_bytes, rate_per_minute=rate_per_minute,
-            rate_burst=rate_burst, cors_origins=cors_origin or None, cookie_secure=cookie_secure or None,
+            rate_burst=rate_burst, rate_store=rate_store, cors_origins=cors_origin or None, cookie_secure=cookie_secure or None,
             pipeline={k: v for k, v in pipeline.items() if v is not None})
         application = create_app(settings)
     except ValidationError as exc:
@@ -103,17 +104,20 @@ def _preload(services) -> None:
 
 
 @keys_app.command("create")
-def keys_create(name: Annotated[str, typer.Argument(help="who uses the key, e.g. a reviewer's name")], db: DbOption = None):
+def keys_create(name: Annotated[str, typer.Argument(help="who uses the key, e.g. a reviewer's name")],
+                role: Annotated[str, typer.Option(help="submit (pipelines, own jobs) | review (also the queue) | "
+                                                       "admin (also keys)")] = "review",
+                db: DbOption = None):
     """Create a key and print it once; only its hash is stored."""
     from rebuttal.server.auth import create_key
 
     try:
-        key = create_key(_database(db), name)
+        key = create_key(_database(db), name, role)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(key)
-    typer.echo(f"key for {name!r} created; store it now, it cannot be shown again", err=True)
+    typer.echo(f"{role} key for {name!r} created; store it now, it cannot be shown again", err=True)
 
 
 @keys_app.command("list")
@@ -127,7 +131,7 @@ def keys_list(db: DbOption = None):
     for row in rows:
         state = f"revoked {row['revoked_at']:%Y-%m-%d}" if row["revoked_at"] else "active"
         used = f"last used {row['last_used_at']:%Y-%m-%d %H:%M}" if row["last_used_at"] else "never used"
-        typer.echo(f"{row['id']}\t{row['name']}\t{state}\tcreated {row['created_at']:%Y-%m-%d}\t{used}")
+        typer.echo(f"{row['id']}\t{row['name']}\t{row['role']}\t{state}\tcreated {row['created_at']:%Y-%m-%d}\t{used}")
 
 
 @keys_app.command("revoke")
@@ -141,6 +145,20 @@ def keys_revoke(id_or_name: Annotated[str, typer.Argument(help="key id (from `ke
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"revoked {', '.join(ids)}")
+
+
+@keys_app.command("role")
+def keys_role(id_or_name: Annotated[str, typer.Argument(help="key id (from `keys list`) or name")],
+              role: Annotated[str, typer.Argument(help="submit | review | admin")], db: DbOption = None):
+    """Change the role of a key by id, or of every active key with that name."""
+    from rebuttal.server.auth import UnknownKey, set_role
+
+    try:
+        ids = set_role(_database(db), id_or_name, role)
+    except (UnknownKey, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{', '.join(ids)} now {role}")
 
 
 def export_command(

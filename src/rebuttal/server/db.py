@@ -1,7 +1,7 @@
 """Tables and the Database handle (SQLAlchemy 2.x; SQLite by default, PostgreSQL by URL).
 
-The schema carries a version number checked on every start, so an old server never writes
-into a newer database (or the reverse) without saying how to fix it.
+Alembic migrations (server/migrations, run by `init()` on every start) create the schema or
+bring an older one up to date, keeping its rows; a database newer than this release is refused.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from typing import Any
 
 from sqlalchemy import (
     JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint,
-    create_engine, event, func, inspect, select,
+    create_engine, event, false,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-SCHEMA_VERSION = 1
+from rebuttal.server.migrate import SCHEMA_VERSION, SchemaMismatch, upgrade  # noqa: F401 - re-exported
+
+ROLES = ("submit", "review", "admin")
 
 
 def utcnow() -> datetime:
@@ -47,6 +49,7 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(120), index=True)
     salt: Mapped[str] = mapped_column(String(64))
     key_hash: Mapped[str] = mapped_column(String(128))
+    role: Mapped[str] = mapped_column(String(16), default="review", server_default="review")  # ROLES
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -97,6 +100,9 @@ class JobItem(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     result_id: Mapped[str | None] = mapped_column(String(32))
+    claim: Mapped[str | None] = mapped_column(String(32))  # the worker run holding the item
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retryable: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ResultRow(Base):
@@ -141,14 +147,20 @@ class AuditEntry(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     review_id: Mapped[int] = mapped_column(ForeignKey("review_items.id"), index=True)
     actor: Mapped[str] = mapped_column(String(120))
+    actor_role: Mapped[str | None] = mapped_column(String(16))  # the key's role; None for "system"
     action: Mapped[str] = mapped_column(String(16))  # queued | edit | approve | reject
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     before: Mapped[dict[str, Any]] = mapped_column(default=dict)
     after: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
-class SchemaMismatch(RuntimeError):
-    """The database was written by a different rebuttal schema version."""
+class RateBucket(Base):
+    """A token bucket per API key id, shared by every worker and app instance on the database."""
+
+    __tablename__ = "rate_buckets"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated: Mapped[float] = mapped_column(Float)  # wall-clock seconds (time.time())
 
 
 class Database:
@@ -167,6 +179,8 @@ class Database:
 
                 kwargs["poolclass"] = StaticPool
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        else:
+            kwargs["pool_pre_ping"] = True  # a restarted database server costs one failed ping
         self.engine = create_engine(url, **kwargs)
         if parsed.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -177,33 +191,9 @@ class Database:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def init(self) -> int:
-        """Create tables on an empty database; on an existing one, check the version."""
-        tables = set(inspect(self.engine).get_table_names())
-        if not tables:
-            Base.metadata.create_all(self.engine)
-            with self.session() as session:
-                session.add(SchemaVersion(version=SCHEMA_VERSION))
-            return SCHEMA_VERSION
-        if "schema_version" not in tables:
-            raise SchemaMismatch(
-                f"{self.safe_url} has tables but no schema_version table, so it is not a rebuttal "
-                "database; point --db (or REBUTTAL_DB) at a new file or an empty database"
-            )
-        with self.session() as session:
-            found = session.scalar(select(func.max(SchemaVersion.version)))
-        if found is None or found < SCHEMA_VERSION:
-            raise SchemaMismatch(
-                f"{self.safe_url} has schema version {found}, older than this rebuttal's "
-                f"{SCHEMA_VERSION}; export what you need with the older release (`rebuttal export`) "
-                "and start this one on a new database, or reinstall the older release"
-            )
-        if found > SCHEMA_VERSION:
-            raise SchemaMismatch(
-                f"{self.safe_url} has schema version {found}, newer than this rebuttal's "
-                f"{SCHEMA_VERSION}; upgrade rebuttal (pip install -U 'rebuttal[server]')"
-            )
-        Base.metadata.create_all(self.engine)  # adds nothing unless a table was dropped by hand
-        return found
+        """Create the schema on an empty database or migrate an older one (rows kept); returns
+        the schema version. Raises SchemaMismatch for a newer or a foreign database."""
+        return upgrade(self)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -222,8 +212,11 @@ class Database:
 
 
 def _sqlite_pragmas(connection, _record) -> None:
-    # WAL lets the reviewer page read while the batch worker writes.
+    # WAL lets the reviewer page read while the batch worker writes. synchronous=NORMAL in WAL
+    # mode keeps the database consistent and loses nothing when the process crashes; only the
+    # last commits before a power cut may be lost (it saves an fsync per commit).
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

@@ -1,10 +1,16 @@
-"""Per-key token bucket kept in memory (one process; a restart refills every bucket)."""
+"""Per-key token buckets: in the database (shared by every worker and app instance; the
+default) or in process memory (one process; a restart refills every bucket)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass
+
+from sqlalchemy import case, select, update
+from sqlalchemy.exc import IntegrityError
+
+from rebuttal.server.db import RateBucket
 
 
 @dataclass
@@ -32,3 +38,38 @@ class TokenBucketLimiter:
                 bucket.tokens -= cost
                 return 0.0
             return (cost - bucket.tokens) / self.rate
+
+
+class DatabaseRateLimiter:
+    """The same token bucket, kept in the `rate_buckets` table so every worker process and app
+    instance on one database shares it. One conditional UPDATE takes a token atomically (no
+    read-modify-write race between processes); a missing row is inserted full. Time is the wall
+    clock, so instances on several hosts need synchronised clocks (NTP)."""
+
+    def __init__(self, db, per_minute: float, burst: int, clock=time.time):
+        self.db, self.rate, self.burst, self.clock = db, per_minute / 60.0, float(burst), clock
+
+    def acquire(self, key: str, cost: float = 1.0) -> float:
+        now = self.clock()
+        # A concurrent request may have stamped a later time already: never refill backwards.
+        elapsed = case((RateBucket.updated < now, now - RateBucket.updated), else_=0.0)
+        refilled = RateBucket.tokens + elapsed * self.rate
+        available = case((refilled > self.burst, self.burst), else_=refilled)
+        stamp = case((RateBucket.updated < now, now), else_=RateBucket.updated)
+        for _ in range(3):  # a lost insert race is retried as an update
+            try:
+                with self.db.session() as session:
+                    taken = session.execute(
+                        update(RateBucket).where(RateBucket.key == key, available >= cost)
+                        .values(tokens=available - cost, updated=stamp)).rowcount
+                    if taken:
+                        return 0.0
+                    current = session.scalar(select(available).where(RateBucket.key == key))
+                    if current is None:
+                        session.add(RateBucket(key=key, tokens=self.burst - cost, updated=now))
+                        session.flush()
+                        return 0.0
+                    return (cost - current) / self.rate
+            except IntegrityError:
+                continue
+        return 1.0

@@ -1,7 +1,8 @@
 """Storing results and the human review queue: nothing is posted before a person approves it.
 
 Only FIRE results with a reply and a hateful analysis are queued; everything else is stored
-but never queued. Every reviewer action writes an audit entry with before/after snapshots.
+but never queued. Every reviewer action writes an audit entry with the key's name and role and
+before/after snapshots.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def _snapshot(item: ReviewItem) -> dict:
             "reject_reason": item.reject_reason}
 
 
-def _audit(session: Session, item: ReviewItem, actor: str, action: str, before: dict, after: dict) -> None:
-    session.add(AuditEntry(review_id=item.id, actor=actor, action=action, before=before, after=after))
+def _audit(session: Session, item: ReviewItem, actor: str, action: str, before: dict, after: dict,
+           role: str | None = None) -> None:
+    session.add(AuditEntry(review_id=item.id, actor=actor, actor_role=role, action=action, before=before,
+                           after=after))
 
 
 def _get(session: Session, review_id: int) -> ReviewItem:
@@ -89,7 +92,7 @@ def _clean_reply(text: str | None) -> str:
     return text
 
 
-def edit(session: Session, review_id: int, actor: str, text: str) -> ReviewItem:
+def edit(session: Session, review_id: int, actor: str, text: str, role: str | None = None) -> ReviewItem:
     """Change the reply text; the original generated reply is kept in `original_reply`."""
     item = _get(session, review_id)
     text = _clean_reply(text)
@@ -99,25 +102,26 @@ def edit(session: Session, review_id: int, actor: str, text: str) -> ReviewItem:
         return item
     before = _snapshot(item)
     item.reply, item.edited, item.updated_at = text, text != item.original_reply, utcnow()
-    _audit(session, item, actor, "edit", before, _snapshot(item))
+    _audit(session, item, actor, "edit", before, _snapshot(item), role)
     return item
 
 
-def approve(session: Session, review_id: int, actor: str, text: str | None = None) -> ReviewItem:
+def approve(session: Session, review_id: int, actor: str, text: str | None = None,
+            role: str | None = None) -> ReviewItem:
     """Approve, optionally with a final edit (recorded as its own audit entry first)."""
     item = _get(session, review_id)
     if item.status != "pending":
         raise ReviewError(f"review item {review_id} is already {item.status}")
     if text is not None:
-        edit(session, review_id, actor, text)
+        edit(session, review_id, actor, text, role)
     before = _snapshot(item)
     item.status, item.reviewer = "approved", actor
     item.decided_at = item.updated_at = utcnow()
-    _audit(session, item, actor, "approve", before, _snapshot(item))
+    _audit(session, item, actor, "approve", before, _snapshot(item), role)
     return item
 
 
-def reject(session: Session, review_id: int, actor: str, reason: str) -> ReviewItem:
+def reject(session: Session, review_id: int, actor: str, reason: str, role: str | None = None) -> ReviewItem:
     item = _get(session, review_id)
     reason = (reason or "").strip()
     if not reason:
@@ -129,7 +133,7 @@ def reject(session: Session, review_id: int, actor: str, reason: str) -> ReviewI
     before = _snapshot(item)
     item.status, item.reviewer, item.reject_reason = "rejected", actor, reason
     item.decided_at = item.updated_at = utcnow()
-    _audit(session, item, actor, "reject", before, _snapshot(item))
+    _audit(session, item, actor, "reject", before, _snapshot(item), role)
     return item
 
 
@@ -169,6 +173,7 @@ def item_view(item: ReviewItem, result: ResultRow, audit: list[AuditEntry] | Non
         "strategy": (stored.get("reply") or {}).get("strategy"),
         "cited_evidence_ids": (stored.get("reply") or {}).get("cited_evidence_ids") or [],
         "flags": (result.trace or {}).get("flags") or [],
+        "checks": (stored.get("reply") or {}).get("checks") or [],
     }
     if audit is not None:
         view["audit"] = [audit_view(entry) for entry in audit]
@@ -176,7 +181,7 @@ def item_view(item: ReviewItem, result: ResultRow, audit: list[AuditEntry] | Non
 
 
 def audit_view(entry: AuditEntry) -> dict:
-    return {"actor": entry.actor, "action": entry.action, "at": entry.at.isoformat(),
+    return {"actor": entry.actor, "role": entry.actor_role, "action": entry.action, "at": entry.at.isoformat(),
             "before": entry.before, "after": entry.after}
 
 

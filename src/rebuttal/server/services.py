@@ -61,16 +61,18 @@ class PipelineServices:
         self._build_lock = threading.RLock()
         self._call_lock = threading.Lock()
 
+    def model_settings(self):
+        """The ModelSettings these services load their one model with."""
+        from rebuttal.llm import ModelSettings
+
+        return ModelSettings.of(**{k: self.settings[k] for k in MODEL_KEYS if k in self.settings})
+
     def model(self):
         with self._build_lock:
             if self._model is None:
-                from rebuttal.llm import ModelSettings, load_model
+                from rebuttal.llm import load_model
 
-                config = ModelSettings()
-                for key in MODEL_KEYS:
-                    if key in self.settings:
-                        setattr(config, key, self.settings[key])
-                self._model = load_model(config)
+                self._model = load_model(self.model_settings())
             return self._model
 
     def fire(self):
@@ -92,7 +94,7 @@ class PipelineServices:
 
     def _serial(self):
         model = self._model or getattr(self._fire, "model", None)
-        concurrent = type(model).__name__ == "OpenAICompatModel"  # the server queues requests itself
+        concurrent = getattr(model, "concurrent_calls", False)  # e.g. an HTTP server queues requests itself
         return contextlib.nullcontext() if concurrent else self._call_lock
 
     def analyze(self, text: str, id: str | None = None) -> FireResult:

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from rebuttal import config
+
 
 def default_db_url() -> str:
-    if os.environ.get("REBUTTAL_DB"):
-        return os.environ["REBUTTAL_DB"]
-    root = Path(os.environ.get("REBUTTAL_DATA_DIR") or Path.home() / ".local" / "share" / "rebuttal")
-    return f"sqlite:///{root / 'rebuttal.db'}"
-
-
-def _env_list(name: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+    """$REBUTTAL_DB, else rebuttal.db in the user data folder (`rebuttal.config`)."""
+    return config.db_url()
 
 
 class ServerSettings(BaseModel):
@@ -26,9 +21,13 @@ class ServerSettings(BaseModel):
     max_text_chars: int = Field(5000, ge=1, description="characters per post")
     rate_per_minute: float = Field(60.0, gt=0, description="requests per minute per API key")
     rate_burst: int = Field(20, ge=1, description="requests a key may send at once")
+    rate_store: Literal["database", "memory"] = Field(
+        "database", description="where token buckets live: the database (shared by all workers) or this process")
     cors_origins: list[str] = Field(default_factory=list, description="empty = CORS off")
     job_poll_s: float = Field(1.0, gt=0, description="how often the batch worker checks for work")
     max_item_attempts: int = Field(3, ge=1, description="restarts an item survives before it fails")
+    job_lease_s: float = Field(30.0, gt=0, description="a claimed batch item not renewed for this long "
+                                                        "(its worker died) is taken over by another worker")
     cookie_secure: bool = Field(False, description="mark the reviewer cookie Secure (serve over HTTPS)")
     pipeline: dict = Field(default_factory=dict, description="settings passed to default_pipeline/default_parser")
 
@@ -45,14 +44,12 @@ class ServerSettings(BaseModel):
     @classmethod
     def from_env(cls, **overrides) -> ServerSettings:
         values: dict = {}
-        numeric = {
-            "REBUTTAL_MAX_REQUEST_BYTES": "max_request_bytes", "REBUTTAL_MAX_BATCH": "max_batch",
-            "REBUTTAL_RATE_PER_MINUTE": "rate_per_minute", "REBUTTAL_RATE_BURST": "rate_burst",
-        }
-        for env, name in numeric.items():
-            if os.environ.get(env):
-                values[name] = os.environ[env]
-        if _env_list("REBUTTAL_CORS_ORIGINS"):
-            values["cors_origins"] = _env_list("REBUTTAL_CORS_ORIGINS")
+        for env, name in config.SERVER_NUMBERS.items():
+            if config.env(env):
+                values[name] = config.env(env)
+        if config.env(config.RATE_STORE):
+            values["rate_store"] = config.env(config.RATE_STORE)
+        if config.env_list(config.CORS_ORIGINS):
+            values["cors_origins"] = config.env_list(config.CORS_ORIGINS)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

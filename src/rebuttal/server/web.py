@@ -1,7 +1,9 @@
 """The reviewer page: server-rendered HTML (Jinja2, autoescaped), plain forms, no JavaScript.
 
 Reviewers sign in with their API key; it is kept in an HttpOnly, SameSite=Strict cookie and
-its name is the reviewer's identity in the audit log. Forms carry a CSRF token derived from
+its name and role are the reviewer's identity in the audit log. Only `review` and `admin` keys
+may sign in or act; a `submit` key gets 403 on every page (the role is checked per request, so
+a key whose role was lowered loses the page at once). Forms carry a CSRF token derived from
 the key, so another site cannot submit actions on a reviewer's behalf.
 """
 
@@ -34,13 +36,22 @@ def _csrf(key: str) -> str:
     return hmac.new(key.encode(), b"rebuttal-review-form", hashlib.sha256).hexdigest()
 
 
-def _reviewer(request: Request) -> tuple[Caller, str] | None:
+def _reviewer(request: Request) -> tuple[Caller, str] | HTMLResponse | None:
+    """(caller, key) for a signed-in review/admin key, a 403 page for a submit key, else None."""
     key = request.cookies.get(COOKIE)
     who = verify_key(request.app.state.rebuttal.db, key) if key else None
     if who is None:
         return None
-    request.state.key_name = who.name
+    request.state.key_name, request.state.key_role = who.name, who.role
+    if not who.can("review"):
+        return _forbidden(request, who)
     return who, key
+
+
+def _forbidden(request: Request, who: Caller) -> HTMLResponse:
+    return _render(request, "message.html", status_code=403, who=None, csrf="",
+                   message=f"The key of {who.name} has the role {who.role}; the review page needs a review "
+                           "or admin key. Ask an admin to change it, or sign in with another key.")
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -74,8 +85,12 @@ def login_page(request: Request):
 async def login(request: Request):
     form = await _form(request)
     key = form.get("key", "").strip()
-    if verify_key(request.app.state.rebuttal.db, key) is None:
+    who = verify_key(request.app.state.rebuttal.db, key)
+    if who is None:
         return _render(request, "login.html", status_code=401, error="That key is not valid or was revoked.")
+    if not who.can("review"):
+        return _render(request, "login.html", status_code=403,
+                       error=f"That key has the role {who.role}; the review page needs a review or admin key.")
     response = RedirectResponse("/review", status_code=303)
     response.set_cookie(COOKIE, key, httponly=True, samesite="strict", path="/",
                         secure=request.app.state.rebuttal.settings.cookie_secure, max_age=12 * 3600)
@@ -94,6 +109,8 @@ def queue_page(request: Request, status: str = "pending", category: str = "", of
     signed_in = _reviewer(request)
     if signed_in is None:
         return _to_login()
+    if isinstance(signed_in, HTMLResponse):
+        return signed_in
     who, key = signed_in
     status = status if status in review.STATUSES or status == "all" else "pending"
     category = category if category in HateType.__members__ else ""
@@ -114,6 +131,8 @@ def item_page(request: Request, review_id: int, notice: str = ""):
     signed_in = _reviewer(request)
     if signed_in is None:
         return _to_login()
+    if isinstance(signed_in, HTMLResponse):
+        return signed_in
     who, key = signed_in
     with request.app.state.rebuttal.db.session() as session:
         item = session.get(ReviewItem, review_id)
@@ -130,6 +149,8 @@ async def item_action(request: Request, review_id: int):
     signed_in = _reviewer(request)
     if signed_in is None:
         return _to_login()
+    if isinstance(signed_in, HTMLResponse):
+        return signed_in
     who, key = signed_in
     form = await _form(request)
     if not hmac.compare_digest(form.get("csrf", ""), _csrf(key)):
@@ -140,13 +161,13 @@ async def item_action(request: Request, review_id: int):
     try:
         with db.session() as session:
             if action == "save":
-                review.edit(session, review_id, who.name, text)
+                review.edit(session, review_id, who.name, text, who.role)
                 notice = "Edit saved; the item is still pending."
             elif action == "approve":
-                review.approve(session, review_id, who.name, text)
+                review.approve(session, review_id, who.name, text, who.role)
                 notice = "Approved."
             elif action == "reject":
-                review.reject(session, review_id, who.name, reason)
+                review.reject(session, review_id, who.name, reason, who.role)
                 notice = "Rejected."
             else:
                 raise review.ReviewError(f"unknown action {action!r}", 422)

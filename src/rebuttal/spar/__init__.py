@@ -1,9 +1,10 @@
 """SPAR-Hate: segmenter, three role agents, auditor and reassembly for structured hate parsing."""
 
 from rebuttal.spar.pipeline import ParseDetail, SparParser, default_parser
-from rebuttal.spar.settings import ROLES, TRACKS, SparSettings
+from rebuttal.spar.settings import ROLES, SparSettings
+from rebuttal.spar.vocab import TRACKS, Track
 
-__all__ = ["ROLES", "TRACKS", "ParseDetail", "SparParser", "SparSettings", "default_parser",
+__all__ = ["ROLES", "TRACKS", "Track", "ParseDetail", "SparParser", "SparSettings", "default_parser",
            "run_spar_batch", "export_traces", "teacher_rows"]
 
 

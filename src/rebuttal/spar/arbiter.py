@@ -1,5 +1,6 @@
-"""The auditor LLM: arbitrates conflict units. Its answer only nudges the deterministic ranking
-(a bonus for the chosen cluster, penalties for roles it downweights, a tighter argument)."""
+"""The arbiter: the auditor's one LLM call, made for conflict units only. Its answer only nudges
+the deterministic ranking (a bonus for the chosen cluster, penalties for roles it downweights, a
+tighter argument); the lane the unit was routed by is kept."""
 
 from __future__ import annotations
 
@@ -30,21 +31,21 @@ def cluster_listing(audit: UnitAudit) -> str:
 
 def arbitrate(model: ChatModel, audits: list[UnitAudit], post: str, track: str, s: SparSettings,
               active_roles: tuple[str, ...], stage: Stage) -> None:
-    """One auditor call per conflict unit (batched), applied in place."""
+    """One arbiter call per conflict unit (batched), applied in place."""
     if not audits:
         return
-    prompt = load_prompt(PACKAGE, "auditor")
+    prompt = load_prompt(PACKAGE, "arbiter")
     stage.uses(prompt.version)
     conversations = [[{"role": "user", "content": prompt.render(focus=a.unit.prompt_focus(),
                                                                 clusters=cluster_listing(a))}] for a in audits]
-    answers = call_objects(model, conversations, ArbiterDecision, stage, max_tokens=s.max_tokens_auditor,
-                           labels=[f"{a.unit.group_id}/auditor" for a in audits])
+    answers = call_objects(model, conversations, ArbiterDecision, stage, max_tokens=s.max_tokens_arbiter,
+                           labels=[f"{a.unit.group_id}/arbiter" for a in audits])
     for audit, (decision, _raw) in zip(audits, answers):
         if decision is None:
-            audit.notes.append("auditor: no valid decision, ranking unchanged")
+            audit.notes.append("arbiter: no valid decision, ranking unchanged")
             continue
         apply_decision(audit, decision, post, s, active_roles)
-        stage.note(f"{audit.unit.group_id}: auditor chose cluster {decision.chosen}"
+        stage.note(f"{audit.unit.group_id}: arbiter chose cluster {decision.chosen}"
                    + (f"; corrections: {'; '.join(decision.corrections)}" if decision.corrections else ""))
 
 
@@ -53,7 +54,7 @@ def apply_decision(audit: UnitAudit, decision: ArbiterDecision, post: str, s: Sp
     order = ranked(audit.clusters)
     audit.arbiter = decision.model_dump()
     if not 1 <= decision.chosen <= len(order):
-        audit.notes.append(f"auditor: cluster {decision.chosen} does not exist, ignored")
+        audit.notes.append(f"arbiter: cluster {decision.chosen} does not exist, ignored")
     else:
         chosen = order[decision.chosen - 1]
         chosen.arbiter_pick = True
@@ -63,15 +64,15 @@ def apply_decision(audit: UnitAudit, decision: ArbiterDecision, post: str, s: Sp
             if where is not None:
                 chosen.tight_argument = audit.unit.group_text[where[0]:where[1]]
             else:
-                audit.notes.append("auditor: proposed argument not in focus, ignored")
+                audit.notes.append("arbiter: proposed argument not in focus, ignored")
     penalties = {}
     for correction in decision.corrections:
         match = _DOWNWEIGHT.search(correction)
         if match and match.group(1).lower() in ROLES:
             penalties[match.group(1).lower()] = s.downweight_penalty
     if penalties:
-        audit.notes.append(f"auditor downweighted: {', '.join(sorted(penalties))}")
+        audit.notes.append(f"arbiter downweighted: {', '.join(sorted(penalties))}")
     score_clusters(audit.clusters, audit.unit, post, s, penalties)
-    lane = audit.lane
-    triage(audit, active_roles, s)
-    audit.lane = lane  # the lane records how the unit was routed, not the state after arbitration
+    # Tags and defects follow the new scores; the lane keeps how the unit was routed.
+    after = triage(audit, active_roles, s)
+    audit.tags, audit.defects = after.tags, after.defects

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rebuttal.data.spar_datasets import ZH_GROUPS, normalize_group
 from rebuttal.spar.roles import Candidate
 from rebuttal.spar.segmenter import Unit
-from rebuttal.spar.settings import IMPLICIT_TARGET, SparSettings
+from rebuttal.spar.settings import SparSettings
 from rebuttal.spar.spans import in_quotation, is_implicit, locate, output_target, similarity, tighten
+from rebuttal.spar.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, Track, group_valid, normalize_group
 from rebuttal.types import SparTuple
 
 
@@ -77,36 +77,33 @@ def _canonical_agreement(c: Candidate, unit: Unit) -> float:
     return similarity(c.target, unit.canonical_target)
 
 
-def _group_valid(group: str | None) -> bool:
-    parts = [p.strip() for p in normalize_group(group).split(",")]
-    return all(p in ZH_GROUPS for p in parts)
-
-
 def score_quality(c: Candidate, unit: Unit, post: str, track: str, s: SparSettings) -> float:
     """q(c) = Σ α_j φ_j(c), normalised over the features active on this track."""
     words = len(c.rationale.split()) if " " in c.rationale.strip() else len(c.rationale) // 2
     structure = [bool(c.target.strip()), bool(c.argument.strip()), bool(c.rationale.strip()),
                  words <= s.max_rationale_words, not c.repaired]
-    quad = track == "zh-quad"
+    quad = Track(track).has_group
     phi = {
         "grounding": _grounding(c, unit, post),
         "target": _target_anchor(c, unit, post),
         "canonical": _canonical_agreement(c, unit),
         "structure": sum(structure) / len(structure),
-        "label": float(c.label in (0, 1) and (not quad or _group_valid(c.group))),
+        "label": float(c.label in (0, 1) and (not quad or group_valid(c.group))),
     }
     alpha = {"grounding": s.alpha_grounding, "target": s.alpha_target, "canonical": s.alpha_canonical,
              "structure": s.alpha_structure, "label": s.alpha_label}
     if quad:
-        phi["coherence"] = float((c.label == 1) == (normalize_group(c.group) != "non-hate"))
+        phi["coherence"] = float((c.label == 1) == (normalize_group(c.group) != NON_HATE))
         alpha["coherence"] = s.alpha_coherence
     c.features = phi
     c.quality = sum(alpha[k] * phi[k] for k in phi) / sum(alpha.values())
+    if phi["grounding"] == 0.0:
+        c.quality = 0.0  # an argument that is not in the post never clears the quality bar
     return c.quality
 
 
 def pair_similarity(a: Candidate, b: Candidate, track: str, s: SparSettings) -> float:
-    beta_g = s.beta_group if track == "zh-quad" else 0.0
+    beta_g = s.beta_group if Track(track).has_group else 0.0
     total = s.beta_target + s.beta_argument + s.beta_label + beta_g
     value = (s.beta_target * similarity(a.target, b.target)
              + s.beta_argument * similarity(a.argument, b.argument)
@@ -165,21 +162,30 @@ def ranked(clusters: list[Cluster]) -> list[Cluster]:
     return sorted(clusters, key=lambda c: (-c.score, -len(c.roles), len(c.representative.argument), order[id(c)]))
 
 
-def triage(audit: UnitAudit, active_roles: tuple[str, ...], s: SparSettings) -> None:
+@dataclass(frozen=True)
+class Triage:
+    """Where a unit goes: `lane` consensus / defective / conflict, with beacon tags and defects."""
+
+    lane: str
+    tags: list[str]
+    defects: list[str]
+
+
+def triage(audit: UnitAudit, active_roles: tuple[str, ...], s: SparSettings) -> Triage:
     """consensus (clear top cluster, no defect) / defective / conflict, plus beacon tags."""
     valid_grounded = [c for c in audit.candidates if c.quality >= s.quality_threshold
                       and c.features.get("grounding", 0) >= 0.8]
-    audit.defects = [f"missing role: {r}" for r in audit.missing_roles]
+    defects = [f"missing role: {r}" for r in audit.missing_roles]
     if not valid_grounded:
-        audit.defects.append("no valid grounded candidate")
+        defects.append("no valid grounded candidate")
     order = ranked(audit.clusters)
-    audit.tags = sorted({b for c in order[:2] for b in c.beacons if b in ("lexicon-hit", "victim-microaggression")})
-    if audit.defects:
-        audit.lane = "defective"
-        return
+    tags = sorted({b for c in order[:2] for b in c.beacons if b in ("lexicon-hit", "victim-microaggression")})
+    if defects:
+        return Triage("defective", tags, defects)
     top = order[0]
     clear = len(order) == 1 or top.score - order[1].score >= s.consensus_margin
-    audit.lane = "consensus" if clear and len(top.roles) >= min(2, len(active_roles)) else "conflict"
+    lane = "consensus" if clear and len(top.roles) >= min(2, len(active_roles)) else "conflict"
+    return Triage(lane, tags, defects)
 
 
 def audit_unit(audit: UnitAudit, post: str, track: str, active_roles: tuple[str, ...], s: SparSettings) -> None:
@@ -189,7 +195,8 @@ def audit_unit(audit: UnitAudit, post: str, track: str, active_roles: tuple[str,
     valid = [c for c in audit.candidates if c.quality >= s.quality_threshold]
     audit.clusters = build_clusters(valid, track, s)
     score_clusters(audit.clusters, audit.unit, post, s)
-    triage(audit, active_roles, s)
+    routed = triage(audit, active_roles, s)
+    audit.lane, audit.tags, audit.defects = routed.lane, routed.tags, routed.defects
 
 
 def select(audit: UnitAudit, s: SparSettings) -> list[Cluster]:
@@ -204,12 +211,17 @@ def select(audit: UnitAudit, s: SparSettings) -> list[Cluster]:
             break
         if cluster.score >= s.score_floor and len(cluster.roles) >= s.supplemental_min_roles:
             kept.append(cluster)
-    total = sum(max(c.score, 0.0) for c in order)
-    audit.confidence = round(order[0].score / total, 4) if total > 0 else 0.0
     return kept
 
 
-def tighten_argument(cluster: Cluster, unit: Unit) -> str:
+def confidence(clusters: list[Cluster]) -> float:
+    """The top cluster's share of the (non-negative) score mass."""
+    order = ranked(clusters)
+    total = sum(max(c.score, 0.0) for c in order)
+    return round(order[0].score / total, 4) if order and total > 0 else 0.0
+
+
+def tighten_argument(cluster: Cluster, unit: Unit, post: str) -> str:
     """Prefer the shortest grounded member (or arbiter) span inside the representative's argument."""
     rep = cluster.representative.argument.strip()
     options = [m.argument.strip() for m in cluster.members if m.features.get("grounding", 0) >= 0.8]
@@ -217,7 +229,8 @@ def tighten_argument(cluster: Cluster, unit: Unit) -> str:
         options.append(cluster.tight_argument.strip())
     inside = [o for o in options if len(o) >= 2 and o.lower() in rep.lower()]
     chosen = min(inside, key=len) if inside else rep
-    return tighten(chosen, unit.group_text) if locate(chosen, unit.group_text) else tighten(chosen, unit.focus_text)
+    # The unit's own text first, then the whole post (never the focus-marked copy of it).
+    return tighten(chosen, unit.group_text) if locate(chosen, unit.group_text) else tighten(chosen, post)
 
 
 def cluster_tuple(cluster: Cluster, unit: Unit, post: str, track: str) -> SparTuple:
@@ -227,18 +240,18 @@ def cluster_tuple(cluster: Cluster, unit: Unit, post: str, track: str) -> SparTu
         weights[m.label] += m.quality
     label = max(weights, key=lambda k: (weights[k], k == rep.label))
     target = output_target(rep.target)
-    if target != "NULL":
-        target = tighten(target, post)
+    if target != OUTPUT_IMPLICIT:
+        target = tighten(target, post) or target  # not in the post: `ground_tuples` repairs or drops it
     group = None
-    if track == "zh-quad":
+    if Track(track).has_group:
         group = normalize_group(rep.group)
         if label == 0:
-            group = "non-hate"
-        elif group == "non-hate" or not _group_valid(group):
+            group = NON_HATE
+        elif group == NON_HATE or not group_valid(group):
             groups = Counter(normalize_group(m.group) for m in cluster.members
-                             if _group_valid(m.group) and normalize_group(m.group) != "non-hate")
+                             if group_valid(m.group) and normalize_group(m.group) != NON_HATE)
             group = groups.most_common(1)[0][0] if groups else "others"
-    argument = tighten_argument(cluster, unit) or rep.argument.strip() or unit.group_text
+    argument = tighten_argument(cluster, unit, post) or rep.argument.strip() or unit.group_text
     return SparTuple(target=target, argument=argument, label=label, group=group)
 
 

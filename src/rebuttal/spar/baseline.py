@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rebuttal.data.spar_datasets import normalize_group
 from rebuttal.llm import ChatModel
 from rebuttal.llm.prompts import load_prompt
 from rebuttal.spar.calls import Stage, call_object
@@ -11,6 +10,7 @@ from rebuttal.spar.schemas import role_schema
 from rebuttal.spar.segmenter import PACKAGE
 from rebuttal.spar.settings import SparSettings
 from rebuttal.spar.spans import as_data, locate, output_target
+from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
 from rebuttal.types import SparTuple
 
 
@@ -25,7 +25,10 @@ def zero_shot(model: ChatModel, post: str, track: str, settings: SparSettings) -
         rows = [t.model_dump() for t in value.tuples]
     else:
         rows = _lenient(raw, track)
-        stage.note("zero-shot: repaired from invalid output" if rows else "zero-shot: no usable output")
+        if rows:
+            stage.note("zero-shot: repaired from invalid output")
+        else:
+            stage.flag("zero-shot: no usable output")
     tuples = []
     for row in rows:
         argument = str(row.get("argument", "")).strip()
@@ -33,12 +36,12 @@ def zero_shot(model: ChatModel, post: str, track: str, settings: SparSettings) -
             stage.note("zero-shot: tuple with empty argument dropped")
             continue
         if locate(argument, post) is None:
-            stage.note(f"zero-shot: argument not in post: {argument[:40]!r}")
+            stage.flag(f"ungrounded argument kept as written: {argument[:40]!r}")
         target = output_target(row.get("target"))
         label = int(row.get("harmful", 0))
         group = None
-        if track == "zh-quad":
-            group = "non-hate" if label == 0 else normalize_group(row.get("group"))
+        if Track(track).has_group:
+            group = NON_HATE if label == 0 else normalize_group(row.get("group"))
         # The baseline's spans are kept as the model wrote them (no auditor tightening).
         tuples.append(SparTuple(target=target, argument=argument, label=label, group=group))
     return tuples, stage

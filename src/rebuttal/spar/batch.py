@@ -1,17 +1,22 @@
-"""`rebuttal run --system spar|spar-0shot`: resumable batch parsing of a JSONL or gold file."""
+"""`rebuttal run --system spar|spar-0shot|spar-tagger`: resumable batch parsing of a JSONL or gold
+file, on this machine (`engine="local"`) or on Ray Data (`engine="ray"`)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
-from rebuttal.data.batch import BatchItem, BatchSummary, items_from_rows, read_json_rows, run_batch
-from rebuttal.data.spar_datasets import is_state_toxicn_row, is_tbo_row
+from rebuttal.data.engines import run_rows
+from rebuttal.data.batch import BatchItem, BatchSummary, items_from_rows, read_rows
+from rebuttal.spar.gold import is_state_toxicn_row, is_tbo_row
+from rebuttal.llm import ModelSettings
 from rebuttal.spar.pipeline import SparParser, default_parser
+from rebuttal.spar.settings import SYSTEMS
 from rebuttal.spar.traces import export_traces, teacher_rows
 
-SYSTEMS = ("spar", "spar-0shot")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -29,6 +34,56 @@ def item_lang(item: BatchItem, lang: str | None) -> str:
     return "zh" if isinstance(item.text, str) and _CJK.search(item.text) else "en"
 
 
+def tagger_parser(model_settings: ModelSettings | None):
+    """`spar-tagger`: taggers from the `--model` folder when it is one (a tagger, or one folder
+    per track), else from the default folder `rebuttal spar train` writes to."""
+    from rebuttal.spar.tagger.parser import TaggerParser
+
+    folder = model_settings.model if model_settings is not None else None
+    return TaggerParser(folder if folder and Path(folder).is_dir() else None)
+
+
+@dataclass
+class SparWork:
+    """What one runner (this process, or each Ray actor) needs to parse a row: picklable
+    settings; calling it builds the parser once and returns the per-row function. A prebuilt
+    `parser` serves local runs only (a SparParser holds a lock and does not pickle); on Ray each
+    actor builds its own from the settings."""
+
+    system: str = "spar"
+    lang: str | None = None
+    track: str | None = None
+    model_settings: ModelSettings | None = None
+    lexicon: str | Path | None = None
+    traces: str | Path | None = None
+    source: str = ""
+    parser: SparParser | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def build_parser(self):
+        if self.parser is not None:
+            return self.parser
+        if self.system == "spar-tagger":
+            return tagger_parser(self.model_settings)
+        return default_parser(self.model_settings, zero_shot=self.system == "spar-0shot",
+                              lexicon_path=self.lexicon, **self.settings)
+
+    def __call__(self):
+        parser = self.build_parser()
+
+        def process(item: BatchItem):
+            item_track = self.track
+            if item_track is None and isinstance(item.fields.get("track"), str):
+                item_track = item.fields["track"]
+            detail = parser.parse_detailed(item.text, lang=item_lang(item, self.lang), track=item_track, id=item.id)
+            if self.traces is not None and detail.audits:
+                export_traces(teacher_rows(detail, source=self.source, split=item.fields.get("split"),
+                                           teacher=parser.model.name), self.traces)
+            return detail.result
+
+        return process
+
+
 def run_spar_batch(
     input_path: str | Path,
     output_path: str | Path,
@@ -36,9 +91,7 @@ def run_spar_batch(
     system: str = "spar",
     lang: str | None = None,
     track: str | None = None,
-    backend: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
+    model_settings: ModelSettings | None = None,
     lexicon: str | Path | None = None,
     concurrency: int = 1,
     retry_errors: bool = False,
@@ -46,33 +99,25 @@ def run_spar_batch(
     limit: int | None = None,
     progress: bool = True,
     parser: SparParser | None = None,
+    engine: str = "local",
+    ray=None,
     **settings,
 ) -> BatchSummary:
-    """Parse every post of `input_path` (JSONL `{id, text, lang}`, STATE-ToxiCN JSON or our TBO
-    JSONL as they are) into `output_path`, one SparResult row per id, resuming where it
-    stopped. With `traces`, teacher rows (distillation schema) are appended there."""
+    """Parse every post of `input_path` (JSONL `{id, text, lang}`, STATE-ToxiCN JSON, our TBO
+    JSONL as they are, or Parquet) into `output_path`, one SparResult row per id, resuming where
+    it stopped. With `traces`, teacher rows (distillation schema) are appended there (on Ray,
+    by every actor: a path every actor's machine can write)."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose one of {', '.join(SYSTEMS)}")
     if lang not in (None, "en", "zh"):
         raise ValueError(f"lang must be en or zh, got {lang!r}")
-    if parser is None:
-        parser = default_parser(backend=backend, model=model, base_url=base_url,
-                                zero_shot=system == "spar-0shot", lexicon_path=lexicon, **settings)
-    items = items_from_rows(read_json_rows(Path(input_path)))
+    if parser is not None and engine == "ray":
+        raise ValueError("a prebuilt parser does not go to Ray actors; give the settings and let each actor build one")
+    items = items_from_rows(read_rows(Path(input_path)))
     if limit is not None:
         items = islice(items, limit)
-    source = Path(input_path).name
-
-    def process(item: BatchItem):
-        item_track = track
-        item_language = item_lang(item, lang)
-        if item_track is None and isinstance(item.fields.get("track"), str):
-            item_track = item.fields["track"]
-        detail = parser.parse_detailed(item.text, lang=item_language, track=item_track, id=item.id)
-        if traces is not None and detail.audits:
-            export_traces(teacher_rows(detail, source=source, split=item.fields.get("split"),
-                                       teacher=parser.model.name), traces)
-        return detail.result
-
-    return run_batch(items, process, Path(output_path), concurrency=concurrency,
-                     retry_errors=retry_errors, progress=progress)
+    work = SparWork(system, lang, track, model_settings, lexicon, traces, Path(input_path).name, parser, settings)
+    if engine == "local":  # the parser loads before the input is walked, as before
+        work.parser = work.build_parser()
+    return run_rows(items, work, Path(output_path), engine=engine, ray=ray, concurrency=concurrency,
+                    retry_errors=retry_errors, progress=progress)

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from rebuttal.llm import LLMError, MissingBackend
+from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
 from rebuttal.llm.registry import ModelRegistryError
 from rebuttal.spar.lexicon import LexiconError
 from rebuttal.spar.pipeline import default_parser
+from rebuttal.spar.vocab import Track
 from rebuttal.types import SparResult
 
 
@@ -34,16 +36,18 @@ def render(result: SparResult) -> str:
 def parse_command(
     text: Annotated[str, typer.Argument(help="The post to parse (quote it).")],
     lang: Annotated[str, typer.Option("--lang", help="en | zh")] = "en",
-    track: Annotated[str | None, typer.Option("--track", help="en-main | zh-main | zh-quad")] = None,
+    track: Annotated[Track | None, typer.Option("--track", help="Benchmark track (default: the language's main track)")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the SparResult as JSON.")] = False,
-    backend: Annotated[str | None, typer.Option("--backend", help="llama | openai | transformers")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Registry name, GGUF path or served model.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server URL.")] = None,
+    backend: BackendOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    threads: ThreadsOpt = None,
     lexicon: Annotated[Path | None, typer.Option("--lexicon", help="STATE-ToxiCN-format lexicon JSON (zh hints).")] = None,
 ) -> None:
     """Parse one post into (target, argument, hateful[, group]) tuples with SPAR-Hate."""
     try:
-        parser = default_parser(backend=backend, model=model, base_url=base_url, lexicon_path=lexicon)
+        settings = settings_from_options(backend, model, base_url, threads)
+        parser = default_parser(settings, lexicon_path=lexicon)
         result = parser.parse(text, lang=lang, track=track)
     except (LexiconError, MissingBackend, ModelRegistryError, LLMError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -51,3 +55,43 @@ def parse_command(
     typer.echo(result.model_dump_json(indent=2) if json_output else render(result))
     if result.status == "error":
         raise typer.Exit(1)
+
+
+spar_app = typer.Typer(help="SPAR-Hate tools: train the span tagger.", no_args_is_help=True)
+
+
+@spar_app.callback()
+def spar_group() -> None:
+    """SPAR-Hate tools (mounted as `rebuttal spar`)."""
+
+
+@spar_app.command("train")
+def train_command(
+    track: Annotated[Track, typer.Option("--track", help="en-main (TBO JSONL) | zh-main | zh-quad (STATE-ToxiCN JSON)")],
+    data: Annotated[Path, typer.Option("--data", help="The gold training file, as it is.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for weights and model card "
+                                                           "(default: <REBUTTAL_HOME>/spar-tagger/<track>).")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="minilm | char (default: minilm for en, char for zh)")] = None,
+    encoder: Annotated[str, typer.Option("--encoder", help="char models: bilstm | cnn")] = "bilstm",
+    bigrams: Annotated[bool, typer.Option("--bigrams/--no-bigrams", help="char models: character-bigram embeddings")] = True,
+    lexicon: Annotated[Path | None, typer.Option("--lexicon", help="zh: STATE-ToxiCN lexicon JSON as a feature.")] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Default: 4 (minilm), 12 (char).")] = None,
+    dev_size: Annotated[int, typer.Option("--dev-size", help="Posts held out for evaluation.")] = 300,
+    val_size: Annotated[int, typer.Option("--val-size", help="Posts held out to choose the epoch.")] = 250,
+    seed: Annotated[int | None, typer.Option("--seed", help="Split seed (default: the project's fixed seed).")] = None,
+    threads: Annotated[int, typer.Option("--threads", help="Torch CPU threads.")] = 1,
+) -> None:
+    """Train the span tagger on a gold file; `rebuttal run --system spar-tagger` then uses it."""
+    from rebuttal.optional import MissingBackend as MissingTorch
+    from rebuttal.spar.gold import GoldFormatError
+    from rebuttal.spar.tagger.parser import default_root
+    from rebuttal.spar.tagger.train import SPLIT_SEED, TrainSettings, train_tagger
+
+    try:
+        settings = TrainSettings(track=Track(track).value, kind=kind, encoder=encoder, bigrams=bigrams, lexicon=lexicon,
+                                 epochs=epochs, dev_size=dev_size, val_size=val_size,
+                                 seed=SPLIT_SEED if seed is None else seed, threads=threads)
+        train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)
+    except (GoldFormatError, LexiconError, MissingTorch, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rebuttal.llm import ChatModel, LLMError, ModelSettings, load_model
 from rebuttal.spar.arbiter import arbitrate
-from rebuttal.data.spar_datasets import normalize_group
-from rebuttal.spar.auditor import UnitAudit, audit_unit, cluster_tuple, fallback_tuple, select
+from rebuttal.spar.auditor import UnitAudit, audit_unit, cluster_tuple, confidence, fallback_tuple, select
 from rebuttal.spar.baseline import zero_shot
 from rebuttal.spar.calls import Stage
 from rebuttal.spar.lexicon import Lexicon, load_lexicon
 from rebuttal.spar.reassembly import reassemble
 from rebuttal.spar.roles import Candidate, run_roles
 from rebuttal.spar.segmenter import segment
-from rebuttal.spar.settings import TRACKS, SparSettings, default_track
-from rebuttal.spar.spans import output_target
-from rebuttal.types import InputError, SparResult, SparTuple, Trace, check_post
+from rebuttal.spar.settings import SparSettings
+from rebuttal.spar.vocab import NON_HATE, TRACKS, Track, normalize_group
+from rebuttal.spar.spans import ground_tuples, output_target
+from rebuttal.types import InputError, SparResult, SparTuple, check_post
 
 
 @dataclass
@@ -33,12 +33,12 @@ class ParseDetail:
 def resolve_track(lang: str, track: str | None) -> str:
     if lang not in ("en", "zh"):
         raise InputError(f"lang must be 'en' or 'zh', got {lang!r}")
-    track = track or default_track(lang)
+    track = track or Track.default_for(lang).value
     if track not in TRACKS:
         raise InputError(f"unknown track {track!r}; choose one of {', '.join(TRACKS)}")
-    if (lang == "en") != (track == "en-main"):
+    if Track(track).lang != lang:
         raise InputError(f"track {track} does not fit lang {lang!r} (en → en-main, zh → zh-main or zh-quad)")
-    return track
+    return Track(track).value
 
 
 class SparParser:
@@ -70,17 +70,6 @@ class SparParser:
     def parse(self, text: object, lang: str = "en", track: str | None = None, id: str | None = None) -> SparResult:
         return self.parse_detailed(text, lang=lang, track=track, id=id).result
 
-    def parse_batch(self, items: Iterable[str | dict], lang: str = "en", track: str | None = None) -> list[SparResult]:
-        """Strings, or dicts {id, text, lang?, track?}; one result per item, in order."""
-        results = []
-        for index, item in enumerate(items, 1):
-            if isinstance(item, dict):
-                results.append(self.parse(item.get("text"), lang=item.get("lang", lang),
-                                          track=item.get("track", track), id=str(item.get("id", index))))
-            else:
-                results.append(self.parse(item, lang=lang, track=track, id=str(index)))
-        return results
-
     def parse_detailed(self, text: object, lang: str = "en", track: str | None = None,
                        id: str | None = None) -> ParseDetail:
         shown = text if isinstance(text, str) else repr(text)[:200]
@@ -106,6 +95,8 @@ class SparParser:
             result.message = f"the model failed: {exc}"
         for stage in stages:
             result.trace.add(stage.step())
+            for reason in stage.flags:
+                result.trace.flag(f"{stage.name}: {reason}")
             for version in stage.prompt_versions:
                 if version not in detail.prompt_versions:
                     detail.prompt_versions.append(version)
@@ -114,14 +105,13 @@ class SparParser:
             result.status = "flagged"
             result.message = "no tuple could be recovered for this post"
             result.trace.flag("no tuple recovered")
-        _flag_fallbacks(result.trace)
         return detail
 
     def _run_spar(self, post: str, post_id: str, track: str, stages: list[Stage], detail: ParseDetail) -> None:
         s = self.settings
         units, seg_stage = segment(self.model, post, post_id, s)
         stages.append(seg_stage)
-        lexicon = self.lexicon if track != "en-main" else None
+        lexicon = self.lexicon if Track(track).lang == "zh" else None
         role_stage = Stage("roles")
         stages.append(role_stage)
         results = run_roles(self.model, [(u, r, "") for u in units for r in s.roles], track, s, lexicon, role_stage)
@@ -147,12 +137,15 @@ class SparParser:
                 arbitrate(self.model, conflicts, post, track, s, s.roles, audit_stage)
             for audit in audits:
                 audit.selected = select(audit, s)
+                audit.confidence = confidence(audit.clusters)
                 audit.tuples = [cluster_tuple(c, audit.unit, post, track) for c in audit.selected]
                 if not audit.tuples:
                     fallback = fallback_tuple(audit.candidates, audit.unit, post, track)
                     audit.tuples = [fallback] if fallback else []
                     audit.notes.append("fallback: best low-quality candidate" if fallback
                                        else "no usable candidate; unit yields no tuple")
+                    audit_stage.flag(f"{audit.unit.group_id}: fallback to the best low-quality candidate"
+                                     if fallback else f"{audit.unit.group_id}: no usable candidate")
                 audit_stage.note(
                     f"{audit.unit.group_id}: lane={audit.lane}"
                     + (f" tags={','.join(audit.tags)}" if audit.tags else "")
@@ -165,7 +158,10 @@ class SparParser:
         merge.note(f"{len(units)} units -> {len(merged.tuples)} tuples, {merged.duplicates_removed} exact duplicates removed")
         merge.note("provenance: " + "; ".join(",".join(p) for p in merged.provenance))
         stages.append(merge)
-        detail.result.tuples = merged.tuples
+        grounded, reasons = ground_tuples(merged.tuples, post)
+        for reason in reasons:
+            merge.flag(f"grounding: {reason}")
+        detail.result.tuples = grounded
 
     def _regenerate(self, post: str, track: str, audits: list[UnitAudit], lexicon: Lexicon | None,
                     stages: list[Stage]) -> None:
@@ -204,28 +200,12 @@ class SparParser:
 
 def raw_tuple(c: Candidate, track: str) -> SparTuple:
     """A role's tuple as written (the no-auditor ablation: no quality, no tightening)."""
-    group = (normalize_group(c.group) if c.label else "non-hate") if track == "zh-quad" else None
+    group = (normalize_group(c.group) if c.label else NON_HATE) if Track(track).has_group else None
     return SparTuple(target=output_target(c.target), argument=c.argument.strip(), label=c.label, group=group)
 
 
-def _flag_fallbacks(trace: Trace) -> None:
-    for step in trace.steps:
-        for note in step.notes:
-            if note.startswith("fallback") or "missing (no usable output)" in note:
-                trace.flag(f"{step.stage}: {note}")
-
-
-def default_parser(backend: str | None = None, model: str | None = None, base_url: str | None = None,
-                   threads: int | None = None, **settings) -> SparParser:
-    """A parser on the configured backend (the embedded qwen2.5-1.5b unless told otherwise);
-    the model is loaded on first use. Other keyword arguments are SparSettings fields."""
-
-    def factory() -> ChatModel:
-        config = ModelSettings()
-        for key, value in (("backend", backend), ("model", model), ("base_url", base_url),
-                           ("threads", threads)):
-            if value is not None:
-                setattr(config, key, value)
-        return load_model(config)
-
-    return SparParser(factory, SparSettings(**settings))
+def default_parser(model_settings: ModelSettings | None = None, **settings) -> SparParser:
+    """A parser on the configured model (the embedded default unless `model_settings` says
+    otherwise), loaded on first use. Keyword arguments are SparSettings fields."""
+    model_settings = model_settings or ModelSettings()
+    return SparParser(lambda: load_model(model_settings), SparSettings(**settings))

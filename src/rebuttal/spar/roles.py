@@ -13,7 +13,8 @@ from rebuttal.spar.calls import Stage, call_objects
 from rebuttal.spar.lexicon import Lexicon
 from rebuttal.spar.schemas import role_schema
 from rebuttal.spar.segmenter import PACKAGE, Unit
-from rebuttal.spar.settings import IMPLICIT_TARGET, SparSettings
+from rebuttal.spar.settings import SparSettings
+from rebuttal.spar.vocab import IMPLICIT_TARGET, Track
 from rebuttal.spar.spans import as_data
 
 LEXICON_HEADER = {
@@ -57,7 +58,7 @@ def role_messages(unit: Unit, role: str, track: str, settings: SparSettings, lex
     stage.uses(template.version)
     stage.uses(persona.version)
     extra = []
-    lang = "en" if track == "en-main" else "zh"
+    lang = Track(track).lang
     if role == "bystander" and lang == "zh" and lexicon is not None:
         target = "" if unit.canonical_target == IMPLICIT_TARGET else unit.canonical_target
         entries = lexicon.hits(unit.group_text, target, limit=settings.max_lexicon_hints)
@@ -67,7 +68,7 @@ def role_messages(unit: Unit, role: str, track: str, settings: SparSettings, lex
     if problem:
         extra.append(f"Your previous answer had a problem: {problem}. Fix it; copy the argument exactly "
                      f"from inside <focus>.")
-    hint = unit.canonical_target if unit.canonical_target != IMPLICIT_TARGET else "IMPLICIT_TARGET (no explicit target)"
+    hint = unit.canonical_target if unit.canonical_target != IMPLICIT_TARGET else f"{IMPLICIT_TARGET} (no explicit target)"
     content = template.render(
         focus=unit.prompt_focus(),
         hint=as_data(hint), persona=persona.template.strip(), extra="\n".join(extra),
@@ -114,8 +115,11 @@ def run_roles(model: ChatModel, jobs: list[tuple[Unit, str, str]], track: str, s
         else:
             rows = _lenient(raw, track)
             repaired = bool(rows)
-            stage.note(f"{label}: {'repaired from invalid output' if rows else 'missing (no usable output)'}")
-        hits = lexicon_hints(unit, lexicon, settings.max_lexicon_hints) if track != "en-main" else []
+            if rows:
+                stage.note(f"{label}: repaired from invalid output")
+            else:
+                stage.flag(f"{label}: missing (no usable output)")
+        hits = lexicon_hints(unit, lexicon, settings.max_lexicon_hints) if Track(track).lang == "zh" else []
         candidates = [
             Candidate(role=role, group_id=unit.group_id, target=str(r.get("target", "")),
                       argument=str(r.get("argument", "")), label=int(r.get("harmful", 0)),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from rebuttal.data.spar_datasets import parse_label
+from rebuttal.spar.vocab import IMPLICIT_TARGET, Track, parse_label
 
 
 class SegmentUnit(BaseModel):
     local_group_id: int = Field(description="1, 2, ... in reading order")
     group_text: str = Field(description="the unit copied exactly from the post")
-    canonical_target: str = Field(description="the entity mention attacked, or IMPLICIT_TARGET")
+    canonical_target: str = Field(description=f"the entity mention attacked, or {IMPLICIT_TARGET}")
 
 
 class Segmentation(BaseModel):
@@ -49,4 +49,4 @@ class ArbiterDecision(BaseModel):
 
 
 def role_schema(track: str) -> type[BaseModel]:
-    return RoleOutputQuad if track == "zh-quad" else RoleOutput
+    return RoleOutputQuad if Track(track).has_group else RoleOutput

@@ -8,7 +8,8 @@ from rebuttal.llm import ChatModel
 from rebuttal.llm.prompts import load_prompt
 from rebuttal.spar.calls import Stage, call_object
 from rebuttal.spar.schemas import Segmentation
-from rebuttal.spar.settings import IMPLICIT_TARGET, SparSettings
+from rebuttal.spar.settings import SparSettings
+from rebuttal.spar.vocab import IMPLICIT_TARGET
 from rebuttal.spar.spans import as_data, canonical, locate, sentence_spans, wrap_focus
 
 PACKAGE = "rebuttal.spar"
@@ -112,7 +113,7 @@ def segment(model: ChatModel, post: str, post_id: str, settings: SparSettings) -
                               max_tokens=settings.max_tokens_segmenter, label="segmenter")
     spans = verify(post, value, stage) if value is not None else []
     if not spans:
-        stage.note("fallback: sentence splitting")
+        stage.flag("fallback: sentence splitting")
         return sentence_units(post, post_id, settings.max_units), stage
     if len(spans) > settings.max_units:
         stage.note(f"{len(spans)} units merged down to {settings.max_units}")

@@ -1,22 +1,22 @@
 """Every number the SPAR-Hate auditor uses, with the paper's values as defaults.
 
 Where the paper gives no value (the α and β weights, λ1, λ2, beacon sizes) the defaults are
-ours, chosen so that one well-formed candidate from one role scores exactly the 1.05 floor.
+ours. With them a single well-formed, exactly grounded candidate from one role scores
+q 1.0 + λ1 0.25 + grounding beacon 0.10 = 1.35 (1.50 for a hateful victim-only one, with the
+micro-aggression beacon), above the paper's 1.05 floor: the floor alone
+does not keep one-role clusters out, `supplemental_min_roles` does. A supplemental cluster
+(≥ 2 roles, each member q ≥ 0.60) scores at least 1.2 + 0.5 = 1.7, so the floor only bites
+after role down-weighting (−0.20 per candidate) or the quotation beacon (−0.10) pull scores
+down. `tests/test_spar_grounding.py` checks these numbers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROLES = ("victim", "moderator", "bystander")
-TRACKS = ("en-main", "zh-main", "zh-quad")
-IMPLICIT_TARGET = "IMPLICIT_TARGET"
-OUTPUT_IMPLICIT = "NULL"  # how both benchmarks write an implicit target
-
-
-def default_track(lang: str) -> str:
-    return "en-main" if lang == "en" else "zh-main"
+SYSTEMS = ("spar", "spar-0shot", "spar-tagger")  # the full pipeline, the 0-shot baseline, the trained tagger
 
 
 @dataclass
@@ -47,7 +47,7 @@ class SparSettings:
     beacon_grounding: float = 0.10
     beacon_quotation: float = 0.10
     beacon_microaggression: float = 0.15
-    arbiter_bonus: float = 0.50  # the auditor LLM's pick, added before the deterministic ranking
+    arbiter_bonus: float = 0.50  # the arbiter's pick, added before the deterministic ranking
     downweight_penalty: float = 0.20  # per candidate of a role the auditor marks "downweighted"
     # Limits.
     max_units: int = 4
@@ -64,10 +64,9 @@ class SparSettings:
     # Decoding.
     max_tokens_segmenter: int = 384
     max_tokens_role: int = 256
-    max_tokens_auditor: int = 192
+    max_tokens_arbiter: int = 192
     max_tokens_zero_shot: int = 384
     lexicon_path: Path | None = None
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.roles if r not in ROLES]

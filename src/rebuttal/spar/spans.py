@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from rebuttal.spar.settings import IMPLICIT_TARGET, OUTPUT_IMPLICIT
+from rebuttal.spar.vocab import IMPLICIT_TARGET, OUTPUT_IMPLICIT
+from rebuttal.types import SparTuple
 
 _SENTENCE = re.compile(r"[^.!?。！？…\n]+[.!?。！？…]*[\"'”’」』)）]*", re.UNICODE)
 _EDGE = " \t\r\n\"'“”‘’「」『』()（）[]【】<>《》,，.。!！?？:：;；、…~～-—*#"
@@ -94,10 +95,83 @@ def in_quotation(text: str, start: int, end: int) -> bool:
 
 
 def tighten(span: str, text: str) -> str:
-    """The span as it is written in `text` (exact casing) with edge punctuation removed."""
+    """The span as it is written in `text` (exact casing) with edge punctuation removed; "" when
+    it is not in `text` (never the model's own words)."""
     if is_implicit(span):
         return OUTPUT_IMPLICIT
     found = locate(span, text)
-    exact = text[found[0]:found[1]] if found else span
-    tight = exact.strip(_EDGE)
-    return tight or exact.strip() or span.strip()
+    if found is None:
+        return ""
+    exact = text[found[0]:found[1]]
+    return exact.strip(_EDGE) or exact.strip()
+
+
+def fuzzy_window(span: str, text: str, min_ratio: float = 0.6) -> str | None:
+    """The substring of `text` most similar to `span` (difflib ratio ≥ min_ratio), searched
+    around the longest common blocks and snapped to word edges for spaced scripts; else None."""
+    span = span.strip()
+    if not span or not text.strip():
+        return None
+    blocks = sorted(SequenceMatcher(None, text, span, autojunk=False).get_matching_blocks()[:-1],
+                    key=lambda b: -b.size)[:5]
+    spaced = " " in text
+    best, best_ratio = None, min_ratio
+    for block in blocks:
+        anchor = max(0, block.a - block.b)
+        for start in {anchor, block.a}:
+            for length in {len(span), len(span) - (block.a - start), block.size}:
+                lo, hi = _snap(text, start, min(len(text), start + max(1, length)), spaced)
+                window = text[lo:hi].strip(_EDGE)
+                if not window:
+                    continue
+                ratio = SequenceMatcher(None, window.lower(), span.lower()).ratio()
+                if ratio > best_ratio:
+                    best, best_ratio = window, ratio
+    return best
+
+
+def _snap(text: str, start: int, end: int, spaced: bool) -> tuple[int, int]:
+    if not spaced:
+        return start, end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return start, end
+
+
+def ground(span: str, text: str) -> tuple[str, str] | None:
+    """(substring of `text`, how) for a model span: `exact`, `located` (trimmed, case or
+    whitespace differences) or `fuzzy` (best matching window); None when nothing fits."""
+    if span in text and span.strip():
+        return span, "exact"
+    found = locate(span, text)
+    if found is not None:
+        piece = text[found[0]:found[1]]
+        piece = piece.strip(_EDGE) or piece.strip()
+        return (piece, "located") if piece else None
+    window = fuzzy_window(span, text)
+    return (window, "fuzzy") if window else None
+
+
+def ground_tuples(tuples: list[SparTuple], post: str) -> tuple[list[SparTuple], list[str]]:
+    """Every target (unless NULL) and argument made an exact substring of the post: repaired to
+    one, or the tuple dropped. Returns the kept tuples and one reason per repair or drop."""
+    kept, reasons = [], []
+    for t in tuples:
+        fields, dropped = {}, False
+        for name in ("target", "argument"):
+            value = getattr(t, name)
+            if name == "target" and value == OUTPUT_IMPLICIT:
+                continue
+            found = ground(value, post)
+            if found is None:
+                reasons.append(f"dropped tuple: {name} {value[:40]!r} is not in the post")
+                dropped = True
+                break
+            if found[0] != value:
+                reasons.append(f"repaired {name} {value[:40]!r} -> {found[0][:40]!r} ({found[1]})")
+                fields[name] = found[0]
+        if not dropped:
+            kept.append(t.model_copy(update=fields) if fields else t)
+    return kept, reasons

@@ -8,6 +8,7 @@ import json
 import threading
 from pathlib import Path
 
+from rebuttal.spar.vocab import Track
 from rebuttal.spar.auditor import UnitAudit, ranked
 from rebuttal.spar.pipeline import ParseDetail
 
@@ -40,7 +41,7 @@ def _final_rationale(audit: UnitAudit) -> str:
 def teacher_rows(detail: ParseDetail, *, source: str | None = None, split: str | None = None,
                  teacher: str | None = None) -> list[dict]:
     result = detail.result
-    quad = result.track == "zh-quad"
+    quad = Track(result.track).has_group
     rows = []
     for audit in detail.audits:
         roles: dict[str, list[dict] | None] = {}

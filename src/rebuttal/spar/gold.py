@@ -1,7 +1,8 @@
 """Gold files for SPAR-Hate: STATE-ToxiCN JSON (Chinese) and our TBO JSONL (English).
 
 Both loaders take a path and return `GoldPost`s with `SparTuple`s in one shape:
-label 1 = hateful/harmful, implicit targets written `NULL`, group kept for the four-field track.
+label 1 = hateful/harmful, implicit targets written `NULL` (`vocab.OUTPUT_IMPLICIT`), group kept
+for the four-field track. The vocabulary (labels, groups, tracks) lives in `spar.vocab`.
 """
 
 from __future__ import annotations
@@ -11,14 +12,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebuttal.spar.vocab import OUTPUT_IMPLICIT as IMPLICIT
+from rebuttal.spar.vocab import NON_HATE, normalize_group, parse_label
 from rebuttal.types import SparTuple
 
-IMPLICIT = "NULL"
-ZH_GROUPS = ("Racism", "Region", "LGBTQ", "Sexism", "others", "non-hate")
-TRACKS = ("en-main", "zh-main", "zh-quad")
 _TARGET_KEY = re.compile(r"^Q(\d+) Target$")
-_POSITIVE = {"1", "yes", "true", "hate", "hateful", "harmful", "y"}
-_NEGATIVE = {"0", "no", "false", "non-hate", "not-hate", "nonhate", "harmless", "n", "null", "none", ""}
 
 
 class GoldFormatError(ValueError):
@@ -32,26 +30,6 @@ class GoldPost:
     lang: str
     tuples: list[SparTuple] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
-
-
-def parse_label(value: object) -> int:
-    """1/0 from the many spellings datasets and models use (YES/NO, hate/non-hate, true...)."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int | float) and value in (0, 1):
-        return int(value)
-    text = str(value).strip().lower() if value is not None else ""
-    if text in _POSITIVE:
-        return 1
-    if text in _NEGATIVE:
-        return 0
-    raise ValueError(f"not a hateful/harmful label: {value!r}")
-
-
-def normalize_group(value: object) -> str:
-    """STATE-ToxiCN groups as written ("Sexism, Racism"), with stray spaces removed."""
-    parts = [p.strip() for p in str(value or "").split(",") if p.strip()]
-    return ", ".join(parts) if parts else "non-hate"
 
 
 def _read_json(path: Path) -> object:
@@ -74,9 +52,9 @@ def state_toxicn_tuples(row: dict) -> list[SparTuple]:
         try:
             label = parse_label(raw_label)
         except ValueError:
-            label = 0 if group == "non-hate" else 1  # one row in train has a missing label
-        if raw_label in (None, "NULL"):
-            label = 0 if group == "non-hate" else 1
+            label = 0 if group == NON_HATE else 1  # one row in train has a missing label
+        if raw_label in (None, IMPLICIT):  # the dataset writes a missing label as NULL too
+            label = 0 if group == NON_HATE else 1
         tuples.append(SparTuple(
             target=str(row[f"Q{k} Target"]).strip() or IMPLICIT,
             argument=str(row.get(f"Q{k} Argument", "")).strip(),

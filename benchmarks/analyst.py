@@ -1,0 +1,108 @@
+"""The learned analyst on silver dev: category accuracy and macro-F1 of the shipped bank's kNN
+vote, a memory built from silver train, each learned model, and (when its run exists) FIRE end
+to end with the shipped defaults. Results: benchmarks/results/analyst.md (written whole).
+
+    python benchmarks/analyst.py
+
+Every learned model here is trained on silver train (both rounds) with settings chosen by
+cross-validation on train; the numbers below are on dev, which no setting was tuned on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import header  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SILVER = ROOT.parent / "shared" / "data" / "factualcs-silver"
+RESULTS = ROOT / "benchmarks" / "results" / "analyst.md"
+FIRE_RUN = ROOT / "runs" / "bench" / "fire-dev" / "fire.jsonl"
+
+
+def macro_f1(gold: list, predicted: list) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score([g.value for g in gold], [p.value for p in predicted], average="macro"))
+
+
+def row(name: str, gold: list, predicted: list, note: str = "") -> str:
+    accuracy = float(np.mean([g == p for g, p in zip(gold, predicted)]))
+    return f"| {name} | {len(gold)} | {accuracy:.3f} | {macro_f1(gold, predicted):.3f} | {note} |"
+
+
+def main() -> None:
+    from rebuttal.data.factualcs import load_records
+    from rebuttal.learned.category import CategoryModel, train_category_model
+    from rebuttal.llm.embeddings import load_minilm
+    from rebuttal.memory import Memory
+    from rebuttal.memory.encoders import load_encoder
+
+    if not SILVER.exists():
+        sys.exit(f"needs the silver set at {SILVER}")
+    train = [r for f in ("train.jsonl", "train_round2.jsonl") for r in load_records(SILVER / f) if r.is_hateful]
+    dev1 = [r for r in load_records(SILVER / "dev.jsonl") if r.is_hateful]
+    dev2 = [r for r in load_records(SILVER / "dev_round2.jsonl") if r.is_hateful]
+    minilm = load_minilm()
+    train_texts = [r.hate_speech for r in train]
+    train_vectors = minilm.encode(train_texts)
+    shipped = CategoryModel.load()
+    bank = Memory.default()
+    silver_memory = Memory.build(train, load_encoder("base"))
+    vector_only = train_category_model(train_texts, train_vectors, [r.category for r in train])
+    lines = header("Learned analyst: category on silver dev", split="silver train (both rounds, hateful records) "
+                   "for training and cross-validated choices; silver dev round 1 (106) and both rounds (422) "
+                   "for these numbers", model="none (the learned parts only; FIRE end to end is in the last row "
+                   "when runs/bench/fire-dev/fire.jsonl exists)",
+                   memory="shipped bank + shipped SupCon head; silver-train memory with plain MiniLM")
+    lines += ["| system | items | accuracy | macro-F1 | note |", "|---|---|---|---|---|"]
+    for split_name, dev in (("dev round 1", dev1), ("dev both rounds", dev1 + dev2)):
+        texts, gold = [r.hate_speech for r in dev], [r.category for r in dev]
+        vectors = minilm.encode(texts)
+        started = time.perf_counter()
+        learned = shipped.predict(texts, vectors, [q.scores for q in bank.query_batch(texts)] if shipped.uses_memory else None)
+        per_post_ms = 1000 * (time.perf_counter() - started) / len(texts)
+        lines += [
+            row(f"{split_name}: shipped bank kNN t̂ (210 records)", gold, [q.predicted for q in bank.query_batch(texts)]),
+            row(f"{split_name}: silver-train memory kNN t̂", gold, [q.predicted for q in silver_memory.query_batch(texts)]),
+            row(f"{split_name}: LR on MiniLM + n-grams, no memory", gold, [p[0] for p in vector_only.predict(texts, vectors)]),
+            row(f"{split_name}: **shipped category model**", gold, [p[0] for p in learned],
+                f"{per_post_ms:.1f} ms/post after encoding; memory features: {shipped.uses_memory}"),
+        ]
+        lines.append(band_row(split_name, gold, learned, shipped.ambiguous_below))
+    lines += ["", fire_row(dev1), "",
+              f"Out-of-fold accuracy on train of the shipped model: {shipped.meta['out_of_fold_accuracy']:.3f}; "
+              f"variants: {json.dumps(shipped.meta.get('variants_out_of_fold', {}))}.", ""]
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+def band_row(split_name: str, gold, learned, cut: float) -> str:
+    confident = [(g == p[0]) for g, p in zip(gold, learned) if p[1] >= cut]
+    unsure = [(g == p[0]) for g, p in zip(gold, learned) if p[1] < cut]
+    return (f"| {split_name}: confidence bands (cut {cut:.2f}) | {len(gold)} | ≥ cut: {np.mean(confident):.3f} "
+            f"({len(confident)}) / < cut: {np.mean(unsure) if unsure else float('nan'):.3f} ({len(unsure)}) | | "
+            "the band must separate accurate from inaccurate items |")
+
+
+def fire_row(dev1) -> str:
+    if not FIRE_RUN.exists():
+        return "FIRE end to end: no run yet (python benchmarks/fire.py run)."
+    gold = {r.id: r.category.value for r in dev1}
+    rows = [json.loads(line) for line in FIRE_RUN.read_text().splitlines()]
+    rows = [r for r in rows if r.get("id") in gold and r.get("analysis")]
+    hits = sum(r["analysis"]["category"] == gold[r["id"]] for r in rows)
+    no_reply = sum(r["status"] == "not_hateful" for r in rows)
+    return (f"FIRE end to end with the shipped defaults on the embedded 1.5B (runs/bench/fire-dev): category "
+            f"accuracy {hits / max(1, len(rows)):.3f} on {len(rows)} dev round-1 hateful items; {no_reply} of them "
+            "got no reply because the gate or the LLM called them not hateful.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The learned half of FIRE's analyst: hate gate, category model and memory, from one MiniLM
+vector per post. Everything here is trained on data (rebuttal.learned) and takes milliseconds;
+the LLM only explains what these decided (analyst.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from rebuttal.types import CategoryVote, GateVerdict, HateType, MemoryView, Trace, TraceStep
+
+
+@dataclass
+class Assessment:
+    vector: np.ndarray | None  # the post's MiniLM vector (also used by the draft checks)
+    gate: GateVerdict | None  # None when no gate is configured
+    votes: list[CategoryVote]
+    category: HateType | None  # the combined category; None without any learned component
+    confidence: float | None
+    view: MemoryView | None
+    query: object | None  # the MemoryQuery, for its exemplars
+
+    @property
+    def hateful(self) -> bool | None:
+        return None if self.gate is None else self.gate.hateful
+
+
+def _vote(source: str, probabilities: dict[HateType, float]) -> CategoryVote:
+    best = max(probabilities, key=probabilities.get)
+    return CategoryVote(source=source, category=best, probabilities={t: round(p, 4) for t, p in probabilities.items()})
+
+
+def _memory_probabilities(scores: dict[HateType, float]) -> dict[HateType, float]:
+    """The memory's S_t as a distribution (softmax at the cosine scale) for the trace."""
+    values = np.array([scores.get(t, -1.0) for t in HateType]) / 0.05
+    values = np.exp(values - values.max())
+    return dict(zip(HateType, (values / values.sum()).tolist()))
+
+
+class Assessor:
+    def __init__(self, encoder=None, memory=None, category_model=None, gate=None, category_memory=None):
+        self.encoder = encoder
+        self.memory = memory
+        self.category_model = category_model
+        self.gate = gate
+        # The memory whose S_t the category model was trained on (the shipped bank); a user's own
+        # memory still supplies exemplars and its vote, but its scores are on another scale.
+        self.category_memory = category_memory if category_memory is not None else memory
+
+    def assess(self, post: str, trace: Trace) -> Assessment:
+        started = time.perf_counter()
+        vector = self.encoder.encode([post]) if self.encoder is not None else None
+        query = view = None
+        votes: list[CategoryVote] = []
+        if self.memory is not None:
+            query = self.memory.query(post)  # the memory has its own encoder (MiniLM + SupCon head)
+            view = query.view()
+            votes.append(_vote("memory", _memory_probabilities(query.scores)))
+        category = confidence = None
+        notes_extra = ""
+        if self.category_model is not None and vector is not None:
+            scores = None
+            if self.category_model.uses_memory:
+                own = query if self.category_memory is self.memory else None
+                scores = [(own or self.category_memory.query(post)).scores]
+            category, confidence, probabilities = self.category_model.predict([post], vector, scores)[0]
+            votes.append(_vote("classifier", probabilities))
+            if confidence < self.category_model.ambiguous_below:
+                notes_extra = f"uncertain category: confidence below {self.category_model.ambiguous_below:.2f}"
+        elif view is not None:
+            category, confidence = view.predicted, view.purity
+        gate = self._gate(post, vector)
+        notes = [f"{v.source}: {v.category.value}" for v in votes]
+        if category is not None:
+            notes.append(f"category {category.value} (confidence {confidence:.2f})")
+        if notes_extra:
+            notes.append(notes_extra)
+        if gate is not None:
+            notes.append(f"gate {gate.score:.2f} vs threshold {gate.threshold:.2f}: "
+                         + ("hateful" if gate.hateful else "not hateful"))
+        trace.add(TraceStep(stage="assessor", latency_s=time.perf_counter() - started, attempts=0, notes=notes))
+        return Assessment(vector[0] if vector is not None else None, gate, votes, category, confidence, view, query)
+
+    def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
+        if self.gate is None:
+            return None
+        score, threshold, lang = self.gate.scores([post], vector)[0]
+        return GateVerdict(hateful=score >= threshold, score=round(score, 4), threshold=threshold,
+                           reason=f"{lang} classifier")

@@ -1,0 +1,271 @@
+"""Draft checks: small pure functions, one per defect seen in the 1.5B model's drafts.
+
+Each returns a `Problem` (what is wrong, said so the model can fix it) or None. `check_draft`
+runs them all and returns one `CheckResult` per check for the trace, so a reviewer sees which
+checks ran and how each went. Relevance needs sentence vectors; the caller computes them (see
+`DraftJudge` in generator.py) so the checks stay pure and testable without a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+import numpy as np
+
+from rebuttal.types import CheckResult, EvidenceItem
+
+CITATION = re.compile(r"\[(\d{1,2})\]")
+WORD = re.compile(r"\w+", re.UNICODE)
+NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+LATIN = re.compile(r"[A-Za-z]")
+RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
+
+# Chosen on silver dev drafts (benchmarks/results/drafts.md): a reply about its post has
+# MiniLM cosine >= 0.25 with it; off-topic replies we saw sat below 0.2.
+MIN_POST_SIMILARITY = 0.25
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    message: str  # addressed to the model: what to fix
+
+
+def cited_numbers(text: str) -> list[int]:
+    return sorted({int(n) for n in CITATION.findall(text)})
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+# ------------------------------------------------------------------ evidence and the claim
+
+def citation_problem(text: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
+    unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
+    if not unknown:
+        return None
+    have = f"[1] to [{len(evidence)}]" if evidence else "none"
+    return Problem("citations", f"it cites {', '.join(f'[{n}]' for n in unknown)} but the evidence is {have}")
+
+
+def number_problem(text: str, post: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
+    """Numbers (years, statistics) that neither the evidence nor the post contains: a small
+    model's way of citing a source it only remembers."""
+    known = set(NUMBER.findall(post))
+    for item in evidence:
+        known.update(NUMBER.findall(" ".join(filter(None, (item.text, item.source, item.date)))))
+    numbers = sorted({n for n in NUMBER.findall(CITATION.sub(" ", text)) if n not in known})
+    if not numbers:
+        return None
+    return Problem("numbers", f"it states {', '.join(numbers)}, which no retrieved evidence contains; "
+                              "use only the numbered evidence")
+
+
+# Words just before a copied run that show the reply reports the claim rather than asserts it.
+DISTANCING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
+              "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
+              "not", "no", "never", "isn", "aren", "don", "doesn", "t", "false", "wrong", "untrue"}
+
+
+def restated_run(reply: str, post: str) -> str | None:
+    """The longest run of words the reply copies from the post, if long enough to restate the
+    claim and not framed as a report of it ("the claim that ...", a negation, quotation marks)."""
+    post_words, reply_words = words(post), words(reply)
+    if not post_words or not reply_words:
+        return None
+    match = SequenceMatcher(None, post_words, reply_words, autojunk=False).find_longest_match()
+    needed = min(RESTATE_MIN_WORDS, max(4, int(0.8 * len(post_words))))  # short posts: most of it
+    if match.size < needed:
+        return None
+    copied = " ".join(post_words[match.a : match.a + match.size])
+    before = set(reply_words[max(0, match.b - 4) : match.b])  # "the notion that ...", "it is false that ..."
+    if before & DISTANCING or any(copied in " ".join(words(q)) for q in re.findall(r'["“«„](.+?)["”»“]', reply)):
+        return None
+    return copied
+
+
+def restatement_problem(text: str, post: str) -> Problem | None:
+    copied = restated_run(text, post)
+    if not copied:
+        return None
+    return Problem("restatement", f'it repeats the post\'s words "{copied}"; refer to the claim without restating it')
+
+
+def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: int = 4) -> list[int]:
+    """Evidence numbers the reply draws on without citing: it repeats one of the item's numbers
+    or a run of `min_run` of its words, so a reviewer still sees where each fact came from."""
+    reply_words = words(text)
+    reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
+    used = []
+    for number, item in enumerate(evidence, 1):
+        shared = SequenceMatcher(None, words(item.text), reply_words, autojunk=False).find_longest_match()
+        if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
+            used.append(number)
+    return used
+
+
+# ------------------------------------------------------------------ coherence
+
+CONTRADICTION = re.compile(
+    r"\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+    r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+    r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
+    r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!])",
+    re.IGNORECASE,
+)
+
+
+def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem | None:
+    found = pattern.search(text)
+    return Problem(check, f'it says "{found.group(0)}"; {advice}') if found else None
+
+
+def contradiction_problem(text: str) -> Problem | None:
+    """A rebuttal that calls the post harmless contradicts the analysis it rests on. (Conceding
+    a point, "you're right that ...", is a normal move in human counter-speech and passes.)"""
+    return _found(CONTRADICTION, text, "contradiction",
+                  "that contradicts rebutting a hateful post; do not judge the post, answer its claim")
+
+
+META = re.compile(
+    r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+that\s+you)"
+    r"|^\W*the\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b|\bthe\s+post\s+targets\b"
+    r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
+    r"|\b(?:the|this|that)\s+(?:author|user|poster|analysis|analyst|moderator)(?:'s)?\b"
+    r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
+    r"|\b(?:the\s+author's|your)\s+tone\b",
+    re.IGNORECASE,
+)
+
+
+def meta_problem(text: str) -> Problem | None:
+    """Talk about the author, their tone or our analysis instead of to the reader."""
+    return _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
+                                      "its tone or any analysis")
+
+
+SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
+
+
+def repetition_problem(text: str) -> Problem | None:
+    """A sentence said twice, or one 6-word phrase three times: a decoding loop (human replies
+    repeat short phrases on purpose, "you have the right to ...")."""
+    sentences = [" ".join(words(s)) for s in SENTENCE.findall(text)]
+    sentences = [s for s in sentences if len(s.split()) >= 3]
+    repeated = [s for s, n in Counter(sentences).items() if n > 1]
+    tokens = words(text)
+    grams = Counter(tuple(tokens[i : i + 6]) for i in range(len(tokens) - 5))
+    looping = [g for g, n in grams.items() if n >= 3]
+    if not repeated and not looping:
+        return None
+    example = repeated[0] if repeated else " ".join(looping[0])
+    return Problem("repetition", f'it repeats itself ("{example[:80]}"); say each thing once')
+
+
+def truncation_problem(text: str, stopped_at_limit: bool = False) -> Problem | None:
+    """Cut off by the token limit, ending mid-sentence, or starting mid-sentence (a fragment)."""
+    stripped = text.strip().lstrip("\"'“‘«(")
+    if stripped[:1].islower():
+        return Problem("truncation", "it starts mid-sentence; write complete sentences")
+    ending = stripped.rstrip("\"'”’»)]").rstrip()
+    if not stopped_at_limit and ending[-1:] in tuple(".!?。！？…"):
+        return None
+    return Problem("truncation", "it stops mid-sentence; write a shorter reply that ends with a full sentence")
+
+
+def script_problem(text: str, post: str) -> Problem | None:
+    """English post, stray Chinese in the reply (or the other way round)."""
+    post_cjk = len(CJK.findall(post)) > len(LATIN.findall(post)) / 3
+    cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
+    if not post_cjk and cjk:
+        return Problem("script", "it contains Chinese characters; answer in English only")
+    if post_cjk and latin > 3 * max(cjk, 1):
+        return Problem("script", "the post is in Chinese; answer in Chinese")
+    return None
+
+
+# ------------------------------------------------------------------ faithfulness and relevance
+
+ATTRIBUTION = re.compile(  # at the start of a clause: "You say that ...", "The post also claims ..."
+    r"(?:^|[.!?;:]\s+|,\s*|\bbut\s+)(?:the\s+post|you|your\s+(?:post|comment|claim|statement))\s+(?:also\s+)?"
+    r"(?:claims?|claimed|says?|said|states?|stated|suggests?|suggested|implies|implied|argues?|argued|"
+    r"makes?\s+(?:a|the)\s+(?:false\s+)?claim)\s+(?:that\s+)?([^.;!?]{8,200})",
+    re.IGNORECASE,
+)
+STOPWORDS = set("""a an the and or but if of to in on at by for with from as is are was were be been being it
+its this that these those they them their there here you your we our i me my he she his her him not no
+do does did have has had will would can could should may might must all any some more most such than
+so very just also about into over only own same too what which who whom why how when where up out""".split())
+
+
+def content_words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in words(text) if w not in STOPWORDS and len(w) > 2}
+
+
+INVENTED_SOURCE = re.compile(r"\b(?:evidence|facts?|sources?|data|studies|survey)\s+(?:provided|given|cited|shown|mentioned)"
+                             r"\s+(?:in|by)\s+(?:the|your)\s+(?:post|comment)\b", re.IGNORECASE)
+
+
+def attribution_problem(text: str, post: str) -> Problem | None:
+    """"You say that X" where X shares too little with the post: a claim the post never made;
+    or evidence "provided in the post", which only the prompt provided."""
+    if INVENTED_SOURCE.search(text):
+        return Problem("faithfulness", "it credits the post with evidence it does not contain; the evidence "
+                                       "is yours to cite, the post gave none")
+    post_words = content_words(post)
+    for claim in ATTRIBUTION.findall(text):
+        said = content_words(claim)
+        if len(said) >= 2 and len(said & post_words) / len(said) < 0.34:
+            return Problem("faithfulness", f'it says the post claims "{claim.strip()[:80]}", which the post '
+                                           "does not say; answer only what the post says")
+    return None
+
+
+def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.ndarray,
+                      min_similarity: float = MIN_POST_SIMILARITY) -> Problem | None:
+    """Off-topic: the reply is not about its post, or closer to another text it was shown
+    (an exemplar, an evidence item) than to the post. Vectors are L2-normalised."""
+    to_post = float(reply_vec @ post_vec)
+    closest_other = float((others @ reply_vec).max()) if len(others) else -1.0
+    if to_post >= min_similarity and to_post >= closest_other:
+        return None
+    return Problem("relevance", f"it does not answer this post (similarity {to_post:.2f}); "
+                                "answer this post's claim about its target group")
+
+
+# ------------------------------------------------------------------ all checks
+
+CHECKS = ("citations", "numbers", "restatement", "contradiction", "meta", "repetition",
+          "truncation", "script", "faithfulness", "relevance")
+
+
+def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
+                relevance: Problem | None = None, relevance_ran: bool = True) -> list[CheckResult]:
+    """Every check's outcome, in CHECKS order. Relevance is computed by the caller (it needs
+    vectors); when it could not run it is left out rather than reported as passed."""
+    found = {
+        "citations": citation_problem(text, evidence),
+        "numbers": number_problem(text, post, evidence),
+        "restatement": restatement_problem(text, post),
+        "contradiction": contradiction_problem(text),
+        "meta": meta_problem(text),
+        "repetition": repetition_problem(text),
+        "truncation": truncation_problem(text, stopped_at_limit),
+        "script": script_problem(text, post),
+        "faithfulness": attribution_problem(text, post),
+        "relevance": relevance,
+    }
+    if not relevance_ran:
+        del found["relevance"]
+    return [CheckResult(name=name, passed=problem is None, detail=problem.message if problem else "")
+            for name, problem in found.items()]
+
+
+def failures(results: Sequence[CheckResult]) -> list[CheckResult]:
+    return [r for r in results if not r.passed]

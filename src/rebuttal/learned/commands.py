@@ -1,0 +1,48 @@
+"""`rebuttal learned ...`: train the category model and the hate gate (rebuttal.learned)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="Small trained models: FIRE's category model and the hate gate.", no_args_is_help=True)
+
+
+@app.command("train-category")
+def train_category_command(
+    data: Annotated[list[str], typer.Option("--data", help="silver/FactualCS record file(s) to train on")],
+    out: Annotated[Path, typer.Option("--out", help="folder for category.npz and its model card")],
+    dev: Annotated[list[str] | None, typer.Option("--dev", help="dev file(s), scored for the model card")] = None,
+    c: Annotated[float, typer.Option(help="inverse L2 strength")] = 4.0,
+) -> None:
+    """Train FIRE's category model; REBUTTAL_CATEGORY_MODEL=OUT/category.npz makes FIRE use it."""
+    from rebuttal.data.factualcs import DatasetError
+    from rebuttal.learned.train import train_category
+
+    try:
+        model = train_category(data, out, c=c, dev=dev)
+    except (DatasetError, FileNotFoundError) as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"out-of-fold accuracy {model.meta['out_of_fold_accuracy']:.3f} on {model.meta['records']} records"
+               + (f"; dev {model.meta['dev']['accuracy']:.3f}" if "dev" in model.meta else "") + f" -> {out}")
+
+
+@app.command("train-gate")
+def train_gate_command(
+    data_root: Annotated[Path, typer.Option("--data-root", help="folder laid out as ../shared/data")],
+    out: Annotated[Path, typer.Option("--out", help="folder for gate.npz and its model card")],
+    recall: Annotated[float, typer.Option(help="hateful recall the threshold keeps on HateCheck dev folds")] = 0.9,
+) -> None:
+    """Train the hate gate (English and Chinese); REBUTTAL_GATE_MODEL=OUT/gate.npz makes FIRE use it."""
+    from rebuttal.learned.train import train_gate
+
+    try:
+        gate = train_gate(data_root, out, recall_target=recall)
+    except FileNotFoundError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    thresholds = {lang: round(g.threshold, 2) for lang, g in gate.gates.items()}
+    typer.echo(f"gate thresholds {thresholds} -> {out}")

@@ -1,0 +1,89 @@
+"""The hate gate: is a post hateful at all? FIRE writes no reply when it says no.
+
+One logistic regression per language. English: MiniLM sentence vectors plus hashed word
+n-grams (the vectors carry meaning, negation and quotation; the n-grams carry slurs and
+spellings). Chinese: hashed character n-grams (no Chinese encoder is packaged). Thresholds are
+per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+
+from rebuttal.learned.text import language, ngram_vectorizer, sigmoid
+
+SHIPPED = Path(__file__).resolve().parent / "data" / "gate.npz"
+LANGUAGES = ("en", "zh")
+
+
+@dataclass
+class LanguageGate:
+    coef: np.ndarray  # (n_features,) = [384 MiniLM dims (en only)] + hashed n-grams
+    intercept: float
+    threshold: float
+    uses_vectors: bool
+
+    def features(self, texts: list[str], vectors: np.ndarray | None, lang: str):
+        grams = ngram_vectorizer(lang).transform(texts)
+        if not self.uses_vectors:
+            return grams
+        if vectors is None:
+            raise ValueError("the English gate needs MiniLM vectors")
+        return sparse.hstack([sparse.csr_matrix(vectors), grams]).tocsr()
+
+    def score(self, texts: list[str], vectors: np.ndarray | None, lang: str) -> np.ndarray:
+        return sigmoid(self.features(texts, vectors, lang) @ self.coef + self.intercept)
+
+
+@dataclass
+class HateGate:
+    gates: dict[str, LanguageGate]
+    meta: dict = field(default_factory=dict)
+
+    def scores(self, texts: list[str], vectors: np.ndarray | None = None) -> list[tuple[float, float, str]]:
+        """(probability hateful, threshold, language) per text; `vectors` are MiniLM rows for
+        the same texts (needed for English)."""
+        langs = [language(t) for t in texts]
+        out: list[tuple[float, float, str]] = [(0.0, 0.0, "")] * len(texts)
+        for lang in set(langs):
+            rows = [i for i, lg in enumerate(langs) if lg == lang]
+            gate = self.gates[lang]
+            vecs = vectors[rows] if vectors is not None and gate.uses_vectors else None
+            for i, p in zip(rows, gate.score([texts[i] for i in rows], vecs, lang)):
+                out[i] = (float(p), gate.threshold, lang)
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {}
+        for lang, gate in self.gates.items():
+            arrays[f"{lang}_coef"] = sparse.csr_matrix(gate.coef.reshape(1, -1)).toarray().astype(np.float32)[0]
+            arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors)], dtype=np.float64)
+        np.savez_compressed(path, meta=np.array(json.dumps(self.meta)), **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path = SHIPPED) -> HateGate:
+        with np.load(path) as data:
+            gates = {}
+            for lang in LANGUAGES:
+                intercept, threshold, uses_vectors = data[f"{lang}_head"]
+                gates[lang] = LanguageGate(data[f"{lang}_coef"], float(intercept), float(threshold), bool(uses_vectors))
+            return cls(gates, json.loads(str(data["meta"])))
+
+
+def train_language_gate(texts: list[str], labels: list[bool], lang: str, vectors: np.ndarray | None,
+                        c: float = 4.0, threshold: float = 0.5) -> LanguageGate:
+    from sklearn.linear_model import LogisticRegression
+
+    gate = LanguageGate(np.zeros(0), 0.0, threshold, uses_vectors=vectors is not None)
+    features = gate.features(texts, vectors, lang)
+    model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced").fit(features, np.array(labels))
+    gate.coef, gate.intercept = model.coef_[0].astype(np.float32), float(model.intercept_[0])
+    return gate

@@ -1,0 +1,161 @@
+"""Train the category model and the hate gate from data files, and write their model cards.
+
+    rebuttal learned train-category --data train.jsonl --data train_round2.jsonl --out DIR
+    rebuttal learned train-gate --data-root ../shared/data --out DIR
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from rebuttal.learned.category import CategoryModel, train_category_model
+from rebuttal.learned.gate import HateGate, train_language_gate
+from rebuttal.types import HateType
+
+LICENCE_NOTE = (
+    "The weights are a linear model (no training text is stored in them). They are derived from "
+    "data whose licences restrict use to research (see the data sources below); use them for "
+    "research and non-commercial moderation support, or retrain on data you hold."
+)
+
+
+def _encode(texts: list[str]) -> np.ndarray:
+    from rebuttal.llm.embeddings import load_minilm
+
+    return load_minilm().encode(texts)
+
+
+def train_category(data: list[str], out: str | Path, *, c: float = 4.0, with_memory: bool | None = None,
+                   dev: list[str] | None = None) -> CategoryModel:
+    """Both variants (with and without the shipped memory's S_t) are cross-validated on train;
+    `with_memory=None` keeps the better one. Dev files, if given, are only scored."""
+    from rebuttal.data.factualcs import load_many
+
+    records = [r for r in load_many(data) if r.is_hateful]
+    texts = [r.hate_speech for r in records]
+    vectors = _encode(texts)
+    labels = [r.category for r in records]
+    candidates = [False, True] if with_memory is None else [with_memory]
+    models = {}
+    for memory in candidates:
+        scores = _memory_scores(texts) if memory else None
+        models[memory] = train_category_model(texts, vectors, labels, c=c, memory_scores=scores,
+                                              meta={"data": [Path(p).name for p in data]})
+    model = max(models.values(), key=lambda m: m.meta["out_of_fold_accuracy"])
+    model.meta["variants_out_of_fold"] = {("with memory" if k else "without memory"): v.meta["out_of_fold_accuracy"]
+                                          for k, v in models.items()}
+    if dev:
+        model.meta["dev"] = score_category(model, load_many(dev))
+    out = Path(out)
+    model.save(out / "category.npz")
+    (out / "category_card.md").write_text(category_card(model, records), encoding="utf-8")
+    return model
+
+
+def _memory_scores(texts: list[str]) -> list[dict[HateType, float]]:
+    from rebuttal.memory import Memory
+
+    return [q.scores for q in Memory.default().query_batch(texts)]
+
+
+def score_category(model: CategoryModel, records) -> dict:
+    records = [r for r in records if r.is_hateful]
+    texts = [r.hate_speech for r in records]
+    scores = _memory_scores(texts) if model.uses_memory else None
+    predicted = model.predict(texts, _encode(texts), scores)
+    correct = [p[0] == r.category for p, r in zip(predicted, records)]
+    return {"items": len(records), "accuracy": float(np.mean(correct))}
+
+
+def category_card(model: CategoryModel, records) -> str:
+    counts = Counter(r.category.value for r in records)
+    meta = model.meta
+    lines = [
+        "# FIRE category model: logistic regression on MiniLM vectors + hashed word n-grams", "",
+        f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-category`.", "",
+        "## Data", "",
+        f"- files: {', '.join(meta.get('data', []))} ({meta['records']} hateful records)",
+        f"- categories: {json.dumps(dict(counts))}",
+        "- source: the project's FactualCS-format silver set (../shared/data/factualcs-silver): posts and human "
+        "replies from Multi-Target CONAN, knowledge-grounded CONAN (research only, no redistribution), the FBK "
+        "hate+misinformation pairs, IntentCONANv2 (none stated) and CrowdCounter (MIT); categories annotated for "
+        "this project (research use).",
+        "", "## Licence", "", LICENCE_NOTE, "",
+        "## Settings and scores", "",
+        f"- C={meta['c']}, {meta['folds']}-fold out-of-fold temperature {meta['temperature']:.2f}, "
+        f"ambiguous below confidence {model.ambiguous_below:.2f}, memory scores as features: {meta['uses_memory']}",
+        f"- out-of-fold accuracy on train: {meta['out_of_fold_accuracy']:.3f} "
+        f"(variants: {json.dumps(meta.get('variants_out_of_fold', {}))})",
+    ]
+    if "dev" in meta:
+        lines.append(f"- silver dev (both rounds, {meta['dev']['items']} hateful items): accuracy {meta['dev']['accuracy']:.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9) -> HateGate:
+    """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
+    is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
+    HateCheck dev (a template never sits in train and test of the same fold)."""
+    from rebuttal.learned import datasets
+
+    root = Path(root)
+    gates, info = {}, {}
+    for lang in ("en", "zh"):
+        corpus, hatecheck = datasets.gate_corpus(root, lang), datasets.hatecheck(root, lang)
+        rows = corpus + hatecheck
+        vectors = _encode([r.text for r in rows]) if lang == "en" else None
+        held_out = _template_folds(corpus, hatecheck, vectors, lang, c)
+        threshold = _threshold(held_out, [r.hateful for r in hatecheck], recall_target)
+        gates[lang] = train_language_gate([r.text for r in rows], [r.hateful for r in rows], lang, vectors, c, threshold)
+        info[lang] = {"records": len(rows), "threshold": threshold,
+                      "sources": dict(Counter(r.source.split(":")[0] for r in rows))}
+    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "languages": info})
+    out = Path(out)
+    gate.save(out / "gate.npz")
+    (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
+    return gate
+
+
+def _template_folds(corpus, hatecheck, vectors, lang, c, folds: int = 5) -> np.ndarray:
+    from sklearn.model_selection import GroupKFold
+
+    scores = np.zeros(len(hatecheck))
+    n = len(corpus)
+    groups = [r.group for r in hatecheck]
+    for train_idx, held_idx in GroupKFold(folds).split(hatecheck, groups=groups):
+        rows = corpus + [hatecheck[i] for i in train_idx]
+        vecs = None if vectors is None else np.vstack([vectors[:n], vectors[n + train_idx]])
+        gate = train_language_gate([r.text for r in rows], [r.hateful for r in rows], lang, vecs, c)
+        held_vecs = None if vectors is None else vectors[n + held_idx]
+        scores[held_idx] = gate.score([hatecheck[i].text for i in held_idx], held_vecs, lang)
+    return scores
+
+
+def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) -> float:
+    hateful = np.array(hateful)
+    for cut in np.linspace(0.95, 0.05, 91):
+        if (scores[hateful] >= cut).mean() >= recall_target:
+            return float(cut)
+    return 0.05
+
+
+def gate_card(gate: HateGate) -> str:
+    lines = ["# Hate gate: logistic regression per language", "",
+             f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", "",
+             "English: MiniLM vectors + hashed word 1-2-grams. Chinese: hashed character 1-3-grams.", "",
+             "## Data", ""]
+    for lang, info in gate.meta["languages"].items():
+        lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
+                     f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "
+                     "folds of the HateCheck dev half)")
+    lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
+              "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
+              "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial), HateCheck and Multilingual "
+              "HateCheck dev halves (CC BY 4.0).", "", "## Licence", "", LICENCE_NOTE,
+              "", "Scores: benchmarks/results/gate.md."]
+    return "\n".join(lines) + "\n"

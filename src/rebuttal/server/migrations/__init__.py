@@ -1,0 +1,1 @@
+"""Alembic migrations of the server database (run on start by `rebuttal.server.migrate`)."""

@@ -1,0 +1,86 @@
+"""MODEL_CARD.md next to trained tagger weights: data, split, licence, training, scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rebuttal.spar.tagger.core import CONFIG
+
+LICENCES = {
+    "zh": "STATE-ToxiCN (shenmeyemeifashengguo/STATE-ToxiCN) is licensed for research only, no "
+          "commercial use; weights trained on it (and the slang-lexicon terms stored in config.json) "
+          "inherit that restriction. Do not redistribute them or use them commercially.",
+    "en": "TBO (LanguageTechnologyLab/TBO) states no licence, so redistribution rights are unknown; "
+          "treat weights trained on it as for your own research use only and do not redistribute them.",
+}
+
+
+def _options(config: dict) -> str:
+    """The non-default `rebuttal spar train` options this tagger was trained with."""
+    parts = []
+    if config["kind"] == "char":
+        if config["track"] == "en-main":
+            parts.append("--kind char")
+        encoder = str(config.get("encoder", "bilstm"))
+        if encoder.startswith("cnn"):
+            parts.append("--encoder cnn")
+        if "bigrams" not in encoder:
+            parts.append("--no-bigrams")
+        if config.get("lexicon"):
+            parts.append(f"--lexicon <{config['lexicon']}>")
+    epochs = config.get("training", {}).get("epochs")
+    if epochs:
+        parts.append(f"--epochs {epochs}")
+    return "".join(" " + p for p in parts)
+
+
+def write_card(folder: str | Path) -> Path:
+    folder = Path(folder)
+    config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    lang = "en" if config["track"] == "en-main" else "zh"
+    split, training = config.get("split", {}), config.get("training", {})
+    lines = [
+        f"# SPAR span tagger · {config['track']} · {config['kind']}", "",
+        "Tags target and argument spans (two BIO layers), then pairs each argument with a target "
+        "(overlapping, else nearest before, else nearest after, or NULL when its implicit-target "
+        "head says so) and labels it (harmful head; Chinese: group head, non-hate = not hateful). "
+        "Every output span is a slice of the post.", "",
+        "## Model",
+        f"- kind: {config['kind']}; encoder: {config.get('encoder')}"
+        + (f"; lexicon feature from {config['lexicon']}" if config.get("lexicon") else ""),
+        f"- groups: {' | '.join(config['groups']) or '(none: three-field track)'}", "",
+        "## Data and split",
+        f"- trained on `{config.get('data')}` (the shared gold training file, as it is)",
+        f"- split seed {split.get('seed')}: {split.get('train')} train / {split.get('val')} validation "
+        f"(epoch choice) / {split.get('dev')} dev (held out for evaluation; ids in config.json)",
+        "- nothing was chosen on any test split", "",
+        "## Training",
+        f"- epochs {training.get('epochs')}, best epoch {training.get('best_epoch')}, lr {training.get('lr')}, "
+        f"batch {training.get('batch_size')}, {training.get('threads')} CPU thread(s), "
+        f"{training.get('train_seconds')} s",
+        f"- validation score at the chosen epoch: {training.get('val_f1')} "
+        f"({training.get('val_metric', 'exact (target, argument, label) F1')})",
+        f"- decoding options chosen on validation: {config.get('decode', 'defaults')}", "",
+        "## Licence and shipping",
+        f"- {LICENCES[lang]}",
+        "- The rebuttal package therefore ships no tagger weights; train your own with one command:",
+        f"  `rebuttal spar train --track {config['track']} --data <gold file> --out <folder>{_options(config)}`", "",
+    ]
+    scores = config.get("scores")
+    if scores:
+        lines += ["## Scores (project scorers, dev split above)", ""]
+        lines += [f"- {name}: {value}" for name, value in scores.items()]
+        lines.append("")
+    path = folder / "MODEL_CARD.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def record_scores(folder: str | Path, scores: dict[str, str]) -> Path:
+    """Store evaluation results in config.json and rewrite the card with them."""
+    folder = Path(folder)
+    config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    config["scores"] = {**config.get("scores", {}), **scores}
+    (folder / CONFIG).write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+    return write_card(folder)

@@ -1,0 +1,197 @@
+"""`SpanTagger`: a trained model with its featurizer; predicts SparTuples, saves and loads.
+
+Saved folder: `config.json` (kind, track, groups, vocabulary, split), `weights.pt` (state
+dict), `MODEL_CARD.md`. MiniLM taggers rebuild the encoder from the packaged model's config
+(`rebuttal.llm.embeddings.minilm_path()`), so the folder holds only our fine-tuned weights.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rebuttal.llm.embeddings import minilm_path
+from rebuttal.optional import require
+from rebuttal.spar.tagger import labels as L
+from rebuttal.types import SparTuple
+
+MAX_PIECES = 256
+MAX_CHARS = 512
+CONFIG, WEIGHTS = "config.json", "weights.pt"
+# Decoding options (chosen on the validation split by `train.tune_decoding`, kept in config.json).
+DECODE = {"merge_gap": 0, "target_gap": 0, "min_chars": 0, "max_tuples": 0}
+
+
+class CharFeaturizer:
+    """One unit per character; ids from the training vocabulary (1 = unknown, 0 = padding) and
+    the lexicon feature (0 outside a slang term, 1 its first character, 2 inside)."""
+
+    def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None):
+        self.vocab, self.terms = vocab, sorted(set(terms), key=len, reverse=True)
+        self.bigrams = bigrams or {}  # character pairs (seen twice in training) → id; empty = off
+
+    @classmethod
+    def build(cls, texts: list[str], terms: list[str], bigrams: bool = True) -> CharFeaturizer:
+        counts: dict[str, int] = {}
+        pairs: dict[str, int] = {}
+        for text in texts:
+            for i, ch in enumerate(text):
+                counts[ch] = counts.get(ch, 0) + 1
+                pairs[text[i:i + 2]] = pairs.get(text[i:i + 2], 0) + 1
+        chars = sorted(counts)
+        kept = sorted(b for b, n in pairs.items() if n >= 2 and len(b) == 2) if bigrams else []
+        return cls({ch: i + 2 for i, ch in enumerate(chars)}, terms, {b: i + 2 for i, b in enumerate(kept)})
+
+    def features(self, text: str) -> tuple[dict[str, list[int]], list[L.Unit], list[int]]:
+        text = text[:MAX_CHARS]
+        lex = [0] * len(text)
+        for term in self.terms:
+            start = text.find(term)
+            while start >= 0:
+                if not any(lex[start:start + len(term)]):
+                    lex[start] = 1
+                    lex[start + 1:start + len(term)] = [2] * (len(term) - 1)
+                start = text.find(term, start + 1)
+        feats = {"ids": [self.vocab.get(ch, 1) for ch in text], "lex": lex}
+        if self.bigrams:  # the pair starting here and the pair ending here
+            feats["bi_next"] = [self.bigrams.get(text[i:i + 2], 1) for i in range(len(text))]
+            feats["bi_prev"] = [self.bigrams.get(text[i - 1:i + 1], 1) if i else 1 for i in range(len(text))]
+        return feats, [(i, i + 1) for i in range(len(text))], list(range(len(text)))
+
+    def state(self) -> dict:
+        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams}
+
+
+class PieceFeaturizer:
+    """MiniLM word pieces with their character offsets; [CLS]/[SEP] are inputs, not units."""
+
+    def __init__(self, model_dir: str):
+        transformers = require("transformers", "memory")
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+
+    def features(self, text: str) -> tuple[dict[str, list[int]], list[L.Unit], list[int]]:
+        enc = self.tokenizer(text, return_offsets_mapping=True, truncation=True, max_length=MAX_PIECES)
+        units, positions = [], []
+        for pos, (s, e) in enumerate(enc["offset_mapping"]):
+            if e > s:
+                units.append((s, e))
+                positions.append(pos)
+        return {"ids": enc["input_ids"]}, units, positions
+
+    def state(self) -> dict:
+        return {}
+
+
+def collate(rows: list[tuple[dict, list[int], L.Encoded | None]], torch) -> tuple[dict, dict | None]:
+    """Pad a batch: inputs, mask and (when encoded gold is given) per-head labels."""
+    width = max(len(r[0]["ids"]) for r in rows)
+    inputs = {key: torch.zeros(len(rows), width, dtype=torch.long) for key in rows[0][0]}
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    labels = {name: torch.full((len(rows), width), L.IGNORE, dtype=torch.long) for name in L.Encoded.__annotations__}
+    for b, (feats, positions, enc) in enumerate(rows):
+        for key, values in feats.items():
+            inputs[key][b, :len(values)] = torch.tensor(values)
+        mask[b, :len(feats["ids"])] = 1
+        if enc is not None and positions:
+            index = torch.tensor(positions)
+            for name in labels:
+                labels[name][b, index] = torch.tensor(getattr(enc, name))
+    inputs["mask"] = mask
+    return inputs, labels if rows[0][2] is not None else None
+
+
+class SpanTagger:
+    def __init__(self, kind: str, track: str, groups: list[str], model, featurizer, meta: dict | None = None):
+        self.kind, self.track, self.groups = kind, track, groups
+        self.model, self.featurizer, self.meta = model, featurizer, meta or {}
+        self.torch = require("torch", "memory")
+
+    @property
+    def name(self) -> str:
+        return f"spar-tagger-{self.kind}-{self.track}"
+
+    def forward(self, inputs: dict):
+        if self.kind == "minilm":
+            return self.model(inputs["ids"], inputs["mask"])
+        bigrams = (inputs["bi_next"], inputs["bi_prev"]) if "bi_next" in inputs else None
+        return self.model(inputs["ids"], inputs["lex"], inputs["mask"], bigrams)
+
+    def predict(self, texts: list[str], batch_size: int = 32) -> list[list[SparTuple]]:
+        return [self.decode(text, units, probs) for text, (units, probs) in zip(texts, self.probabilities(texts, batch_size))]
+
+    def probabilities(self, texts: list[str], batch_size: int = 32) -> list[tuple[list[L.Unit], dict]]:
+        """Per post: its units and each head's per-unit probabilities (lists)."""
+        self.model.eval()
+        out = []
+        with self.torch.no_grad():
+            for i in range(0, len(texts), batch_size):
+                chunk = texts[i:i + batch_size]
+                feats = [self.featurizer.features(t) for t in chunk]
+                inputs, _ = collate([(f, p, None) for f, _, p in feats], self.torch)
+                probs = {k: v.softmax(-1) for k, v in self.forward(inputs).items()}
+                for b, (_, units, positions) in enumerate(feats):
+                    out.append((units, {k: v[b, positions].tolist() for k, v in probs.items()}))
+        return out
+
+    def decode(self, text: str, units: list[L.Unit], p: dict) -> list[SparTuple]:
+        if not units:
+            return []
+        tags = {name: [max(range(3), key=lambda k: row[k]) for row in p[name]] for name in ("target", "argument")}
+        decode = {**DECODE, **self.meta.get("decode", {})}
+        arg_spans = L.merge_close(L.decode_spans(tags["argument"]), decode["merge_gap"])
+        if len(arg_spans) > 1:  # fragments shorter than min_chars go, unless nothing else is left
+            long = [(a, b) for a, b in arg_spans if units[b - 1][1] - units[a][0] >= decode["min_chars"]]
+            arg_spans = long or arg_spans
+        if decode["max_tuples"] and len(arg_spans) > decode["max_tuples"]:
+            sure = lambda span: sum(1 - p["argument"][i][L.O] for i in range(*span)) / (span[1] - span[0])  # noqa: E731
+            arg_spans = sorted(sorted(arg_spans, key=sure, reverse=True)[:decode["max_tuples"]])
+        if not arg_spans:  # every gold post has a tuple: take the most likely argument start
+            first = max(range(len(units)), key=lambda i: p["argument"][i][L.B])
+            last = first + 1
+            while last < len(units) and p["argument"][last][L.I] > p["argument"][last][L.O]:
+                last += 1
+            arg_spans = [(first, last)]
+        targets = [s for a, b in L.merge_close(L.decode_spans(tags["target"]), decode["target_gap"])
+                   if (s := L.char_span(text, units, a, b))]
+        arguments = []
+        for a, b in arg_spans:
+            span = L.char_span(text, units, a, b)
+            if span is None:
+                continue
+            mean = lambda name: [sum(col) / (b - a) for col in zip(*p[name][a:b])]  # noqa: E731
+            arguments.append(L.ArgumentSpan(span[0], span[1], harm=mean("harm")[1], null=mean("null")[1],
+                                            group=mean("group") if self.groups else None))
+        return L.pair(text, targets, arguments, self.groups or None)
+
+    def save(self, folder: str | Path, extra: dict | None = None) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {"kind": self.kind, "track": self.track, "groups": self.groups,
+                  "featurizer": self.featurizer.state(), **self.meta, **(extra or {})}
+        if self.kind != "minilm":
+            config["char_config"] = vars(self.model.cfg)
+        (folder / CONFIG).write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
+        self.torch.save(self.model.state_dict(), folder / WEIGHTS)
+        return folder
+
+
+def load_tagger(folder: str | Path) -> SpanTagger:
+    """A tagger saved by `rebuttal spar train`."""
+    folder = Path(folder)
+    if not (folder / CONFIG).exists() or not (folder / WEIGHTS).exists():
+        raise FileNotFoundError(f"no trained SPAR tagger in {folder} (train one with `rebuttal spar train`)")
+    torch = require("torch", "memory")
+    from rebuttal.spar.tagger import models
+
+    config = json.loads((folder / CONFIG).read_text(encoding="utf-8"))
+    groups = config["groups"]
+    if config["kind"] == "minilm":
+        base = str(minilm_path())
+        model, featurizer = models.MiniLMTagger(base, len(groups), pretrained=False), PieceFeaturizer(base)
+    else:
+        model = models.CharTagger(models.CharConfig(**config["char_config"]))
+        state = config["featurizer"]
+        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"))
+    model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+    meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
+    return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

@@ -1,0 +1,184 @@
+"""Training: `train_tagger(data, track, out)` on a gold file as it is (STATE-ToxiCN JSON or TBO
+JSONL), with a held-out dev split and a validation split carved from it with a fixed seed.
+
+Defaults: English fine-tunes the packaged MiniLM (word pieces); Chinese trains a character
+BiLSTM from scratch with the slang lexicon as a feature (`encoder="cnn"` is the cheaper
+alternative). One thread by default: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rebuttal.llm.embeddings import minilm_path
+from rebuttal.optional import require
+from rebuttal.spar.gold import GoldPost, load_gold
+from rebuttal.spar.lexicon import load_lexicon
+from rebuttal.spar.tagger import labels as L
+from rebuttal.spar.tagger.card import write_card
+from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate
+from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
+
+SPLIT_SEED = 20261130
+VAL_METRIC = "mean of hard and soft (target, argument, label) F1"
+DEFAULTS = {"minilm": {"epochs": 4, "lr": 5e-5, "head_lr": 1e-3, "batch_size": 16},
+            "char": {"epochs": 12, "lr": 2e-3, "head_lr": 2e-3, "batch_size": 32}}
+
+
+@dataclass
+class TrainSettings:
+    track: str
+    kind: str | None = None  # minilm | char (default: minilm for English, char for Chinese)
+    encoder: str = "bilstm"  # char models: bilstm | cnn
+    bigrams: bool = True  # char models: character-bigram embeddings
+    lexicon: Path | None = None  # STATE-ToxiCN lexicon JSON (Chinese lexicon feature)
+    epochs: int | None = None
+    lr: float | None = None
+    batch_size: int | None = None
+    dev_size: int = 300
+    val_size: int = 250
+    seed: int = SPLIT_SEED
+    threads: int = 1
+    max_train: int | None = None  # a smaller training set, for quick tests
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.track = Track(self.track).value
+        self.kind = self.kind or ("minilm" if Track(self.track).lang == "en" else "char")
+        if self.kind not in DEFAULTS:
+            raise ValueError(f"unknown tagger kind {self.kind!r}; choose minilm or char")
+        defaults = DEFAULTS[self.kind]
+        self.epochs = self.epochs or defaults["epochs"]
+        self.lr = self.lr or defaults["lr"]
+        self.batch_size = self.batch_size or defaults["batch_size"]
+
+
+def group_classes(posts: list[GoldPost], track: str, min_count: int = 10) -> list[str]:
+    """STATE-ToxiCN group spellings seen at least `min_count` times (rarer ones train as others)."""
+    if Track(track).lang != "zh":
+        return []
+    counts = Counter(normalize_group(t.group) for p in posts for t in p.tuples)
+    return sorted({g for g, n in counts.items() if n >= min_count} | {NON_HATE, "others"})
+
+
+def _batches(rows: list, size: int, rng: random.Random) -> list[list]:
+    """Shuffled batches of similar lengths (less padding, same randomness every run)."""
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    chunks = [sorted(order[i:i + size * 20], key=lambda k: len(rows[k][0]["ids"])) for i in range(0, len(order), size * 20)]
+    batches = [[rows[k] for k in chunk[i:i + size]] for chunk in chunks for i in range(0, len(chunk), size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def build_tagger(s: TrainSettings, train: list[GoldPost], groups: list[str]) -> SpanTagger:
+    from rebuttal.spar.tagger import models
+
+    if s.kind == "minilm":
+        base = str(minilm_path())
+        return SpanTagger("minilm", s.track, groups, models.MiniLMTagger(base, len(groups)), PieceFeaturizer(base))
+    terms = [e.term for e in load_lexicon(s.lexicon).entries] if s.lexicon else []
+    featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams)
+    config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=len(groups), encoder=s.encoder,
+                               bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0)
+    return SpanTagger("char", s.track, groups, models.CharTagger(config), featurizer)
+
+
+def _optimizer(tagger: SpanTagger, s: TrainSettings, torch):
+    head = list(tagger.model.heads.parameters())
+    head_ids = {id(p) for p in head}
+    body = [p for p in tagger.model.parameters() if id(p) not in head_ids]
+    return torch.optim.AdamW([{"params": body, "lr": s.lr},
+                              {"params": head, "lr": DEFAULTS[s.kind]["head_lr"]}], weight_decay=0.01)
+
+
+def fit(tagger: SpanTagger, train: list[GoldPost], val: list[GoldPost], s: TrainSettings,
+        log: Callable[[str], None]) -> dict:
+    """Train for `s.epochs`, keep the epoch with the best validation score (`labels.val_score`)."""
+    from rebuttal.spar.tagger.models import loss
+
+    torch = tagger.torch
+    torch.manual_seed(s.seed)
+    rows = []
+    for post in train:
+        feats, units, positions = tagger.featurizer.features(post.text)
+        rows.append((feats, positions, L.encode(post.text, units, post.tuples, tagger.groups)))
+    optimizer = _optimizer(tagger, s, torch)
+    rng = random.Random(s.seed)
+    best, history, started = (-1.0, 0, None), [], time.perf_counter()
+    for epoch in range(1, s.epochs + 1):
+        tagger.model.train()
+        total = 0.0
+        for batch in _batches(rows, s.batch_size, rng):
+            inputs, labels = collate(batch, torch)
+            value = loss(tagger.forward(inputs), labels)
+            optimizer.zero_grad()
+            value.backward()
+            torch.nn.utils.clip_grad_norm_(tagger.model.parameters(), 1.0)
+            optimizer.step()
+            total += value.item()
+        f1 = L.val_score(tagger.predict([p.text for p in val]), [p.tuples for p in val])
+        history.append({"epoch": epoch, "loss": round(total, 3), "val_f1": round(f1, 4)})
+        log(f"epoch {epoch}/{s.epochs}: loss {total:.2f}, validation triple F1 (hard/soft mean) {f1:.4f}, "
+            f"{time.perf_counter() - started:.0f}s")
+        if f1 > best[0]:
+            best = (f1, epoch, copy.deepcopy(tagger.model.state_dict()))
+    tagger.model.load_state_dict(best[2])
+    return {"history": history, "best_epoch": best[1], "val_f1": round(best[0], 4), "val_metric": VAL_METRIC,
+            "train_seconds": round(time.perf_counter() - started, 1)}
+
+
+def tune_decoding(tagger: SpanTagger, val: list[GoldPost], log: Callable[[str], None] = print) -> dict:
+    """Grid-search the decoding options on the validation split (never the dev split)."""
+    from itertools import product
+
+    gold = [p.tuples for p in val]
+    cached = tagger.probabilities([p.text for p in val])
+    best = (-1.0, dict(DECODE))
+    for gap, target_gap, min_chars, max_tuples in product((0, 1, 2, 3), (0, 1), (0, 2), (0, 2, 3)):
+        tagger.meta["decode"] = {"merge_gap": gap, "target_gap": target_gap, "min_chars": min_chars,
+                                 "max_tuples": max_tuples}
+        value = L.val_score([tagger.decode(p.text, *c) for p, c in zip(val, cached)], gold)
+        if value > best[0] + 1e-9:
+            best = (value, dict(tagger.meta["decode"]))
+    tagger.meta["decode"] = best[1]
+    log(f"decoding chosen on validation: {best[1]} (hard/soft triple F1 mean {best[0]:.4f})")
+    return {"decode": best[1], "val_decode_score": round(best[0], 4)}
+
+
+def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
+                 log: Callable[[str], None] = print) -> SpanTagger:
+    torch = require("torch", "memory")
+    torch.set_num_threads(max(1, settings.threads))
+    posts = load_gold(data)
+    lang = Track(settings.track).lang
+    if posts and posts[0].lang != lang:
+        raise ValueError(f"track {settings.track} needs a {'TBO' if lang == 'en' else 'STATE-ToxiCN'} gold file")
+    train, val, dev = L.carve(posts, settings.seed, settings.dev_size, settings.val_size)
+    if settings.max_train:
+        train = train[:settings.max_train]
+    groups = group_classes(train, settings.track)
+    tagger = build_tagger(settings, train, groups)
+    log(f"{tagger.name}: {len(train)} train / {len(val)} validation / {len(dev)} dev posts (seed {settings.seed})")
+    report = fit(tagger, train, val, settings, log)
+    report.update(tune_decoding(tagger, val, log))
+    tagger.meta = {"decode": report["decode"],
+        "data": Path(data).name, "split": {"seed": settings.seed, "train": len(train), "val": len(val),
+                                            "dev": len(dev), "dev_ids": [p.id for p in dev],
+                                            "val_ids": [p.id for p in val]},
+        "encoder": (settings.encoder + (" + char bigrams" if settings.bigrams else "")
+                    if settings.kind == "char" else "all-MiniLM-L6-v2"),
+        "lexicon": settings.lexicon.name if settings.lexicon else None,
+        "training": {"epochs": settings.epochs, "lr": settings.lr, "batch_size": settings.batch_size,
+                     "threads": settings.threads, **report}, **settings.extra,
+    }
+    tagger.save(out)
+    write_card(out)
+    log(f"saved to {out} (validation score {report['val_f1']}, best epoch {report['best_epoch']})")
+    return tagger

@@ -1,0 +1,87 @@
+"""Draft checks on drafts the embedded 1.5B model wrote (tests/data/bad_drafts.jsonl, from
+silver dev runs and the issue's examples; the research posts they answered are paraphrased, the
+data itself is never committed) and on good replies of the shipped bank that must pass."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rebuttal.data.factualcs import load_bank
+from rebuttal.fire.checks import (
+    attribution_problem, check_draft, contradiction_problem, failures, meta_problem, relevance_problem,
+    repetition_problem, restated_run, script_problem, truncation_problem,
+)
+from rebuttal.types import EvidenceItem
+
+BAD = [json.loads(line) for line in (Path(__file__).parent / "data" / "bad_drafts.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("case", BAD, ids=[f"{c['check']}-{i}" for i, c in enumerate(BAD)])
+def test_each_bad_draft_fails_its_check(case):
+    evidence = [EvidenceItem(id=f"e{i}", text=t, source="s") for i, t in enumerate(case.get("evidence", []))]
+    failed = {r.name for r in failures(check_draft(case["draft"], case["post"], evidence, relevance_ran=False))}
+    assert case["check"] in failed
+
+
+def test_the_shipped_bank_replies_pass_every_text_check_but_numbers():
+    """200 hand-written replies: none may trip a coherence, meta or faithfulness check."""
+    failed = {}
+    for record in load_bank():
+        if not record.is_hateful:
+            continue
+        evidence = [EvidenceItem(id="e", text=record.evidence, source=record.evidence_source or "s")] if record.evidence else []
+        for result in failures(check_draft(record.counterspeech, record.hate_speech, evidence, relevance_ran=False)):
+            failed.setdefault(result.name, []).append(record.id)
+    assert set(failed) <= {"numbers"}  # a few bank replies use well-known numbers beyond their evidence
+    assert len(failed.get("numbers", [])) <= 5
+
+
+def test_contradiction():
+    assert contradiction_problem("The post is not hateful at all. It is simply a false claim about Jews.")
+    assert contradiction_problem("This isn't hate speech, but you should reconsider.")
+    assert contradiction_problem("You're right that pollution matters, but blaming Africans is wrong.") is None
+
+
+def test_meta_talk():
+    assert meta_problem("The author's tone is dismissive and unprofessional.")
+    assert meta_problem("As an AI language model I cannot agree.")
+    assert meta_problem("Women lead companies well; many studies show it.") is None
+
+
+def test_repetition_and_truncation():
+    loop = "Immigrants work hard. Immigrants work hard. Immigrants work hard."
+    assert repetition_problem(loop)
+    assert repetition_problem("You have the right to vote, and I have the right to disagree.") is None
+    assert truncation_problem("Most immigrants pay taxes and contri")
+    assert truncation_problem("Most immigrants pay taxes.") is None
+    assert truncation_problem("Most immigrants pay taxes.", stopped_at_limit=True)
+
+
+def test_script():
+    assert script_problem("Immigrants contribute 很多 to the economy.", "Immigrants are a burden")
+    assert script_problem("Immigrants contribute to the economy.", "Immigrants are a burden") is None
+    assert script_problem("移民为经济做出了贡献。", "移民都是负担") is None
+
+
+def test_faithfulness_catches_claims_the_post_never_made():
+    post = "Jews control the media and the banks."
+    assert attribution_problem("You also claim that wage stagnation is real and caused by robots.", post)
+    assert attribution_problem("You say that Jews control the media, but ownership is public.", post) is None
+
+
+def test_relevance_prefers_the_post_over_what_the_model_was_shown():
+    post, other = np.array([1.0, 0.0]), np.array([[0.0, 1.0]])
+    on_topic = np.array([0.9, 0.1]) / np.linalg.norm([0.9, 0.1])
+    off_topic = np.array([0.2, 0.9]) / np.linalg.norm([0.2, 0.9])
+    assert relevance_problem(on_topic, post, other) is None
+    problem = relevance_problem(off_topic, post, other)
+    assert problem is not None and problem.check == "relevance"
+    assert relevance_problem(on_topic, post, np.zeros((0, 2))) is None
+
+
+def test_restatement_needs_a_long_unframed_copy():
+    post = "Immigrants are flooding in and most of them end up as criminals living off benefits."
+    assert restated_run("Most of them end up as criminals living off benefits, sadly.", post)
+    assert restated_run("The claim that most of them end up as criminals living off benefits is false.", post) is None

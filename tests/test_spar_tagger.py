@@ -1,0 +1,185 @@
+"""The trained span tagger: tag design, pairing, tiny end-to-end training, CLI and batch runs."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rebuttal.spar.tagger import labels as L
+from rebuttal.types import SparTuple
+
+pytest.importorskip("torch")
+
+POSTS = [
+    ("Binary trans people stop being shit to nonbinary people", [("Binary trans people", "stop being shit", "YES")]),
+    ("@USER Keep them dumb, straight from the republican playbook.", [("republican", "Keep them dumb", "YES")]),
+    ("@USER Fuck. That sounds bad.", [("@USER", "Fuck", "NO")]),
+    ("you people are a horrible embarrassment", [("you people", "horrible embarrassment", "YES")]),
+    ("lol that game was shit", [("NULL", "shit", "NO")]),
+]
+
+
+def char_units(text):
+    return [(i, i + 1) for i in range(len(text))]
+
+
+def test_encode_decode_round_trip_with_overlapping_layers():
+    text = "you people are a horrible embarrassment"
+    tuples = [SparTuple(target="you people", argument="you people", label=1),
+              SparTuple(target="you people", argument="horrible embarrassment", label=1)]
+    enc = L.encode(text, char_units(text), tuples, [])
+    targets = [text[a:b] for a, b in L.decode_spans(enc.target)]
+    arguments = [text[a:b] for a, b in L.decode_spans(enc.argument)]
+    assert targets == ["you people"] and arguments == ["you people", "horrible embarrassment"]
+    assert enc.harm[0] == 1 and enc.null[0] == 0 and enc.group[0] == L.IGNORE
+    assert enc.harm[text.index("are")] == L.IGNORE  # attributes only on argument units
+
+
+def test_encode_skips_spans_not_in_the_post_and_marks_implicit_targets():
+    text = "lol that game was shit"
+    enc = L.encode(text, char_units(text), [SparTuple(target="NULL", argument="shit", label=0),
+                                            SparTuple(target="gamers", argument="not here", label=1)], [])
+    assert set(enc.target) == {L.O}
+    assert [text[a:b] for a, b in L.decode_spans(enc.argument)] == ["shit"]
+    assert enc.null[text.index("shit")] == 1
+
+
+def test_stray_inside_tag_opens_a_span():
+    assert L.decode_spans([L.O, L.I, L.I, L.O, L.B, L.B, L.I]) == [(1, 3), (4, 5), (5, 7)]
+
+
+def test_pairing_prefers_overlap_then_before_then_after_and_null():
+    text = "Group A are bad and group B too, evil"
+    ta, tb = (0, 7), (20, 27)
+    args = [L.ArgumentSpan(8, 15, harm=0.9, null=0.1),  # "are bad" → nearest before: Group A
+            L.ArgumentSpan(20, 31, harm=0.2, null=0.1),  # overlaps group B
+            L.ArgumentSpan(33, 37, harm=0.8, null=0.9)]  # implicit
+    out = L.pair(text, [ta, tb], args, None)
+    assert [(t.target, t.argument, t.label) for t in out] == [
+        ("Group A", "are bad", 1), ("group B", "group B too", 0), ("NULL", "evil", 1)]
+    groups = ["LGBTQ", "non-hate", "others"]
+    zh = L.pair("他们都是坏人", [(0, 2)], [L.ArgumentSpan(2, 6, 0.9, 0.0, [0.1, 0.7, 0.2])], groups)
+    assert zh == [SparTuple(target="他们", argument="都是坏人", label=0, group="non-hate")]
+
+
+def test_fragment_merging_and_soft_triple_f1():
+    assert L.merge_close([(0, 2), (3, 5), (9, 10)], 1) == [(0, 5), (9, 10)]
+    assert L.merge_close([(0, 2), (3, 5)], 0) == [(0, 2), (3, 5)]
+    gold = [[SparTuple(target="黑人", argument="不把黑人画在择偶范围内", label=1)]]
+    near = [[SparTuple(target="黑人", argument="画在择偶范围内", label=1)]]
+    assert L.tuple_f1(near, gold) == 0.0 and L.tuple_f1(near, gold, soft=True) == 1.0
+    assert L.val_score(near, gold) == 0.5
+    wrong_label = [[SparTuple(target="黑人", argument="画在择偶范围内", label=0)]]
+    assert L.tuple_f1(wrong_label, gold, soft=True) == 0.0
+
+
+def test_carve_is_seeded_and_disjoint():
+    posts = list(range(1000))
+    train, val, dev = L.carve(posts, 7, 300, 100)
+    assert (len(train), len(val), len(dev)) == (600, 100, 300)
+    assert not set(train) & set(dev) and not set(val) & set(dev) and not set(train) & set(val)
+    assert L.carve(posts, 7, 300, 100)[2] == dev
+    with pytest.raises(ValueError):
+        L.carve(posts[:10], 7, 8, 5)
+
+
+def write_tbo(path, repeat=12):
+    with path.open("w", encoding="utf-8") as out:
+        for k in range(repeat):
+            for n, (text, tuples) in enumerate(POSTS):
+                row = {"id": f"{k}-{n}", "text": text,
+                       "tuples": [{"target": t, "argument": a, "harmful": h} for t, a, h in tuples]}
+                out.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture(scope="module")
+def tiny_tagger(tmp_path_factory):
+    from rebuttal.spar.tagger.train import TrainSettings, train_tagger
+
+    folder = tmp_path_factory.mktemp("tagger")
+    write_tbo(folder / "gold.jsonl")
+    settings = TrainSettings(track="en-main", kind="char", epochs=25, dev_size=5, val_size=5, batch_size=8)
+    train_tagger(folder / "gold.jsonl", folder / "en-main", settings, log=lambda _: None)
+    return folder
+
+
+def test_tiny_char_tagger_learns_and_every_span_is_a_substring(tiny_tagger):
+    from rebuttal.spar.tagger.core import load_tagger
+    from rebuttal.spar.tagger.parser import TaggerParser
+
+    tagger = load_tagger(tiny_tagger / "en-main")
+    config = json.loads((tiny_tagger / "en-main" / "config.json").read_text())
+    assert len(config["split"]["dev_ids"]) == 5 and config["training"]["val_f1"] > 0.5
+    assert set(config["decode"]) == {"merge_gap", "target_gap", "min_chars", "max_tuples"}
+    card = (tiny_tagger / "en-main" / "MODEL_CARD.md").read_text()
+    assert "no licence" in card and "rebuttal spar train --track en-main" in card
+    texts = [t for t, _ in POSTS] + ["something entirely new, people are bad", "x"]
+    for text, tuples in zip(texts, tagger.predict(texts)):
+        for t in tuples:
+            assert t.argument and t.argument in text and (t.target == "NULL" or t.target in text)
+    result = TaggerParser(tiny_tagger).parse(POSTS[1][0], lang="en", id="p")
+    assert result.system == "spar-tagger" and result.llm_calls == 0 and result.status == "ok"
+    assert ("republican", "Keep them dumb", 1) in [(t.target, t.argument, t.label) for t in result.tuples]
+    assert result.trace.steps[0].stage == "tagger" and result.trace.steps[0].attempts == 0
+    assert TaggerParser(tiny_tagger).parse("", lang="en").status == "error"
+
+
+def test_run_batch_with_spar_tagger(tiny_tagger, tmp_path):
+    from rebuttal.llm import ModelSettings
+    from rebuttal.spar.batch import run_spar_batch
+
+    out = tmp_path / "pred.jsonl"
+    summary = run_spar_batch(tiny_tagger / "gold.jsonl", out, system="spar-tagger", limit=5, progress=False,
+                             model_settings=ModelSettings.of(model=str(tiny_tagger)))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 5 and {r["system"] for r in rows} == {"spar-tagger"}
+    assert all(r["llm_calls"] == 0 for r in rows), summary
+
+
+def test_missing_tagger_is_a_clear_error(tmp_path):
+    from rebuttal.spar.tagger.parser import TaggerParser
+
+    with pytest.raises(FileNotFoundError, match="rebuttal spar train"):
+        TaggerParser(tmp_path).parse("hello there", lang="en")
+
+
+def test_train_command_and_eval_split(tmp_path):
+    from rebuttal.eval.spar_commands import eval_spar_command
+    from rebuttal.spar.commands import spar_app
+    import typer
+
+    write_tbo(tmp_path / "gold.jsonl", repeat=4)
+    result = CliRunner().invoke(spar_app, ["train", "--track", "en-main", "--data", str(tmp_path / "gold.jsonl"),
+                                           "--out", str(tmp_path / "t"), "--kind", "char", "--epochs", "1",
+                                           "--dev-size", "5", "--val-size", "3"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "t" / "weights.pt").exists() and "saved to" in result.output
+    bad = CliRunner().invoke(spar_app, ["train", "--track", "zh-main", "--data", str(tmp_path / "gold.jsonl"),
+                                        "--out", str(tmp_path / "z"), "--epochs", "1"])
+    assert bad.exit_code == 2 and "STATE-ToxiCN" in bad.output
+
+    from rebuttal.spar.tagger.parser import TaggerParser
+    dev = json.loads((tmp_path / "t" / "config.json").read_text())["split"]["dev_ids"]
+    parser = TaggerParser(tmp_path / "t")
+    with (tmp_path / "pred.jsonl").open("w") as out:
+        for line in (tmp_path / "gold.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if row["id"] in dev:
+                out.write(parser.parse(row["text"], lang="en", id=row["id"]).model_dump_json() + "\n")
+    app = typer.Typer()
+    app.command()(eval_spar_command)
+    scored = CliRunner().invoke(app, ["--pred", str(tmp_path / "pred.jsonl"), "--gold", str(tmp_path / "gold.jsonl"),
+                                      "--split", str(tmp_path / "t")])
+    assert scored.exit_code == 0, scored.output
+    assert "5 gold posts, 0 without a prediction" in scored.output
+
+
+def test_dev_split_on_the_shared_files(shared_data):
+    from rebuttal.spar.gold import load_state_toxicn, load_tbo
+    from rebuttal.spar.tagger.train import SPLIT_SEED
+
+    for posts in (load_tbo(shared_data / "tbo" / "train.jsonl"),
+                  load_state_toxicn(shared_data / "state-toxicn" / "train.json")):
+        train, val, dev = L.carve(posts, SPLIT_SEED, 300, 250)
+        assert len(dev) == 300 and len(val) == 250
+        assert not {p.id for p in dev} & ({p.id for p in train} | {p.id for p in val})
