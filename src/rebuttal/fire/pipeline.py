@@ -25,9 +25,9 @@ class FireSettings:
     # Categories whose replies get retrieved evidence (the paper: all three factual ones).
     evidence_for: frozenset[HateType] = frozenset({HateType.misinformation, HateType.stereotype,
                                                    HateType.conspiracy})
-    # Evidence must be about the post: MiniLM cosine to the post, chosen on silver dev (drafts.md).
+    # Evidence must be about the post (MiniLM cosine to the post). Set by hand, not tuned on data.
     evidence_min_similarity: float = 0.3
-    adapt: bool = False  # adapt the nearest human reply of the category (measured in drafts.md)
+    adapt: bool = False  # adapt the nearest human reply of the category (not measured yet: off)
     adapt_min_similarity: float = 0.6
     max_regenerations: int = 1  # bounded: each costs one more generation (~8 s on the 1.5B)
     use_memory: bool = True
