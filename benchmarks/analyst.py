@@ -38,7 +38,7 @@ def row(name: str, gold: list, predicted: list, note: str = "") -> str:
 
 
 def main() -> None:
-    from rebuttal.data.factualcs import load_records
+    from rebuttal.memory.records import load_records
     from rebuttal.learned.category import CategoryModel, train_category_model
     from rebuttal.llm.embeddings import load_minilm
     from rebuttal.memory import Memory

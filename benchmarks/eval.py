@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import header  # noqa: E402
 
 TEMPLATE = ("Hate speech hurts real people. Everyone deserves to be treated with dignity and "
             "respect, so let's talk about this without insults.")
@@ -94,11 +96,13 @@ def main() -> None:
                            judges=judges, metrics=[k for k in fire_metrics.METRIC_KEYS if k != "fsc"])
     total = time.perf_counter() - started
     n = report.gold_items
-    lines = [
-        "# Evaluation suite benchmark", "",
-        f"Silver FactualCS dev ({n} items), two baselines built from it (see "
-        "benchmarks/eval.py). FSc is left out (it needs a chat or NLI judge). Machine: 2 shared "
-        "CPU cores; models warm after the first group.", "",
+    lines = header("Evaluation suite benchmark",
+                   split=f"silver FactualCS dev ({n} items); two reference baselines built from it (see benchmarks/eval.py)",
+                   model="none for the replies (reference baselines); the metrics' own models: "
+                         + ", ".join(f"{j.role} {j.name}" for j in report.judges),
+                   memory="none")
+    lines += [
+        "FSc is left out (it needs a chat or NLI judge). Models warm after the first group.", "",
         "| system | " + " | ".join(f"{m.label}{'↑' if m.higher_is_better else '↓'}" for m in report.metrics) + " |",
         "|---|" + "---|" * len(report.metrics),
     ]

@@ -71,24 +71,35 @@ def run(args) -> None:
     run_fire_batch(source_file(rows, f"dev_{args.n}"), OUT / "fire.jsonl", system="fire", model=model)
 
 
-def blind_key(system: str, item_id: str) -> str:
-    return hashlib.sha256(f"{system}:{item_id}".encode()).hexdigest()[:10]
+def blind_key(system: str, item_id: str, reply: str) -> str:
+    """Bound to the reply's text: a grade carries over to a rerun only if the text is unchanged."""
+    return hashlib.sha256(f"{system}:{item_id}:{reply}".encode()).hexdigest()[:10]
+
+
+def load_grades() -> dict[str, dict]:
+    if not GRADES.exists():
+        return {}
+    return {g["key"]: g for g in map(json.loads, GRADES.read_text().splitlines()) if g}
 
 
 def sheet(args) -> None:
-    """Every graded item's reply from every system, shuffled, with only a key to tell them apart."""
+    """Every graded item's reply from every system that has no grade yet, shuffled, with only a
+    key to tell them apart."""
     rows = dev_rows(args.graded)
     ids = [r["id"] for r in rows]
     posts = {r["id"]: r["hate_speech"] for r in rows}
+    graded = load_grades()
     entries = []
     for system in ("fire", *BASELINES):
         for item_id, row in results(system, ids).items():
             if row.get("reply"):
-                entries.append({"key": blind_key(system, item_id), "post": posts[item_id], "reply": row["reply"]["text"]})
+                key = blind_key(system, item_id, row["reply"]["text"])
+                if key not in graded:
+                    entries.append({"key": key, "post": posts[item_id], "reply": row["reply"]["text"]})
     random.Random(7).shuffle(entries)
     path = OUT / "blind_sheet.jsonl"
     path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
-    print(f"{len(entries)} replies -> {path}")
+    print(f"{len(entries)} replies without a grade -> {path}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -153,13 +164,14 @@ def check_table(fire: dict[str, dict]) -> list[str]:
 
 
 def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
-    if not GRADES.exists():
+    grades = load_grades()
+    if not grades:
         return ["No grades yet (benchmarks/grades/fire-dev.jsonl is absent)."]
-    grades = {g["key"]: g for g in map(json.loads, GRADES.read_text().splitlines())}
     lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable among status ok | "
              "off-topic or contradicting with status ok |", "|---|---|" + "---|" * (len(VERDICTS) + 3)]
     for name, rows in systems.items():
-        graded = {i: grades[blind_key(name, i)] for i in rows if blind_key(name, i) in grades}
+        keys = {i: blind_key(name, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
+        graded = {i: grades[k] for i, k in keys.items() if k in grades}
         verdicts = Counter(g["verdict"] for g in graded.values())
         ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
         ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
@@ -167,6 +179,20 @@ def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
         lines.append(f"| {name} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
                      + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {ok_usable}/{len(ok)} | {bad_ok} |")
     return lines
+
+
+def adapt_coverage(rows: list[dict]) -> list[str]:
+    """How often adapting a human reply could apply: dev posts with a shipped-bank record whose
+    post is close in plain MiniLM space (topic, not the SupCon head's category space)."""
+    from rebuttal.llm.embeddings import load_minilm
+    from rebuttal.memory.records import load_bank
+
+    encoder = load_minilm()
+    bank = [r for r in load_bank() if r.is_hateful and r.counterspeech]
+    closest = (encoder.encode([r["hate_speech"] for r in rows]) @ encoder.encode([r.hate_speech for r in bank]).T).max(1)
+    cells = " | ".join(f"{int((closest >= t).sum())}/{len(rows)}" for t in (0.6, 0.7, 0.8))
+    return ["| bank records with a human reply | posts with one at cosine >= 0.6 | >= 0.7 | >= 0.8 |",
+            "|---|---|---|---|", f"| {len(bank)} | {cells} |"]
 
 
 def report(args) -> None:
@@ -191,7 +217,11 @@ def report(args) -> None:
               "## Blind grade with the reply rubric (shared/docs/reply-rubric.md)", "",
               "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "
               "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
-              "Not an independent human judgement.", "", *grade_table(same_items), ""]
+              "Not an independent human judgement.", "", *grade_table(same_items), "",
+              "## Adapting a human reply: how often the shipped bank has one close enough", "",
+              "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
+              "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",
+              *adapt_coverage(rows), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -47,21 +47,36 @@ def main() -> None:
     lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
               "| language | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) |",
               "|---|---|---|---|---|---|"]
-    tables = []
+    tables, bands = [], []
     for lang in ("en", "zh"):
         corpus, hatecheck = datasets.gate_corpus(DATA, lang), datasets.hatecheck(DATA, lang)
         vectors = _encode([r.text for r in corpus + hatecheck]) if lang == "en" else None
         held_out = _template_folds(corpus, hatecheck, vectors, lang, gate.meta.get("c", 4.0))
         threshold = gate.gates[lang].threshold
         hc_vectors = vectors[len(corpus):] if vectors is not None else None
-        in_sample = [s for s, _, _ in gate.scores([r.text for r in hatecheck], hc_vectors)]
+        in_sample = [score for score, _, _ in gate.scores([r.text for r in hatecheck], hc_vectors)]
         r_out, f_out, _, _ = rates(hatecheck, held_out, threshold)
         r_in, f_in, _, _ = rates(hatecheck, in_sample, threshold)
         lines.append(f"| {lang} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | {r_in:.3f} | {f_in:.3f} |")
         tables += functionality_table(lang, hatecheck, held_out, threshold)
-    lines += ["", *tables]
+        bands.append(band_row(lang, hatecheck, held_out, gate.gates[lang]))
+    lines += ["", "## The LLM's veto band", "",
+              "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
+              "the LLM's \"not hateful\" no longer vetoes (the reply is flagged `gate_llm_disagrees`). `sure` is "
+              "chosen at training so that at most 15% of held-out non-hateful cases reach it. Held-out scores:", "",
+              "| language | threshold | sure | non-hateful at >= sure (no veto possible) | non-hateful in the band "
+              "(the LLM decides) | hateful at >= sure | hateful in the band |", "|---|---|---|---|---|---|---|",
+              *bands, "", *tables]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def band_row(lang: str, rows, scores, gate) -> str:
+    hateful = np.array([r.hateful for r in rows])
+    scores = np.asarray(scores)
+    above, band = scores >= gate.sure, (scores >= gate.threshold) & (scores < gate.sure)
+    return (f"| {lang} | {gate.threshold:.2f} | {gate.sure:.2f} | {above[~hateful].mean():.3f} | {band[~hateful].mean():.3f} "
+            f"| {above[hateful].mean():.3f} | {band[hateful].mean():.3f} |")
 
 
 def functionality_table(lang: str, rows, scores, threshold) -> list[str]:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import header  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results" / "llm_backends.md"
 PROMPT = ("Counterspeech answers hateful posts with facts, empathy and social norms. " * 12).strip()
@@ -78,11 +80,10 @@ def main() -> None:
         else:
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(rows[-1], flush=True)
-    lines = [
-        "# Embedded model speed (llama.cpp, CPU)",
-        "",
-        f"Machine: {platform.machine()}, {args.threads} threads; the same prompt text (token count per "
-        f"tokenizer below); {args.decode_tokens} greedy decode steps. Produced by `python benchmarks/llm_backends.py`.",
+    lines = header("Embedded model speed (llama.cpp, CPU)", split="none (one fixed prompt)",
+                   model=f"every embedded GGUF model below, {args.threads} threads", memory="none")
+    lines += [
+        f"The same prompt text (token count per tokenizer below); {args.decode_tokens} greedy decode steps.",
         "",
         "| model | file MB | load s | prompt tokens | prompt tok/s | decode tok/s | peak RSS MB |",
         "|---|---|---|---|---|---|---|",

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from provenance import header  # noqa: E402
 
-from rebuttal.data.factualcs import MemoryRecord, load_bank, load_records  # noqa: E402
+from rebuttal.memory.records import MemoryRecord, load_bank, load_records  # noqa: E402
 from rebuttal.memory import BaseEncoder, HeadEncoder, Memory, brute_force_search  # noqa: E402
 from rebuttal.memory.encoders import SHIPPED_HEAD  # noqa: E402
 from rebuttal.memory.evaluate import evaluate_vectors  # noqa: E402

@@ -1,22 +1,28 @@
-"""SPAR-Hate vs the 0-shot baseline on the embedded model: speed, LLM calls per post, scores.
+"""SPAR-Hate, the 0-shot baseline and the trained span tagger on the same posts: speed, LLM
+calls per post, scores.
 
-    PYTHONPATH=src REBUTTAL_THREADS=2 .venv/bin/python benchmarks/spar.py --n 30
+    PYTHONPATH=src .venv/bin/python benchmarks/spar.py --n 30 --taggers /work/spar-tagger
 
-Samples --n posts per language (TBO train for English, STATE-ToxiCN train for Chinese, seeded)
-from ../shared/data, parses them with both systems on one loaded model and writes
-benchmarks/results/spar.md (rewritten after every language × system, so a long run that is
-stopped still leaves its finished rows).
+Samples --n posts per language (seeded) from the tagger's held-out dev split: the same carve of
+the shared train files (TBO for English, STATE-ToxiCN for Chinese) that `rebuttal spar train`
+uses, so no post reached the tagger's training. Parses them with each system on one loaded
+model and writes benchmarks/results/spar.md (rewritten after every language × system, so a
+long run that is stopped still leaves its finished rows).
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import time
 from pathlib import Path
 
+from provenance import header
+
 from rebuttal.spar.gold import load_state_toxicn, load_tbo
+from rebuttal.spar.tagger.labels import carve
+from rebuttal.spar.tagger.parser import TaggerParser
+from rebuttal.spar.tagger.train import TrainSettings
 from rebuttal.eval.spar_scoring import Predictions, score
 from rebuttal.llm import load_model
 from rebuttal.spar import SparParser, SparSettings
@@ -26,8 +32,11 @@ DATA = ROOT.parent / "shared" / "data"
 
 
 def sample(lang: str, n: int, seed: int, data: Path):
+    """n posts of the tagger's dev split (seeded), in the carve `rebuttal spar train` makes."""
     posts = load_tbo(data / "tbo" / "train.jsonl") if lang == "en" else load_state_toxicn(data / "state-toxicn" / "train.json")
-    return random.Random(seed).sample(posts, n)
+    defaults = TrainSettings(track="en-main" if lang == "en" else "zh-main")
+    _, _, dev = carve(posts, defaults.seed, defaults.dev_size, defaults.val_size)
+    return random.Random(seed).sample(dev, n)
 
 
 def run(parser: SparParser, posts, lang: str, track: str) -> dict:
@@ -54,12 +63,14 @@ def run(parser: SparParser, posts, lang: str, track: str) -> dict:
 
 
 def markdown(rows: list[dict], args, model_name: str) -> str:
-    lines = [
-        "# SPAR-Hate benchmark", "",
-        f"Model `{model_name}` (embedded, llama.cpp, REBUTTAL_THREADS as set), {platform.machine()}, "
-        f"{args.n} posts per language sampled with seed {args.seed} from the *train* files in ../shared/data "
-        "(TBO for en-main, STATE-ToxiCN for zh-main). Command: "
-        f"`PYTHONPATH=src .venv/bin/python benchmarks/spar.py --n {args.n}`.", "",
+    lines = header(
+        "SPAR-Hate benchmark",
+        split=(f"{args.n} posts per language sampled with seed {args.seed} from the span tagger's held-out dev "
+               "split (carved from the shared TBO / STATE-ToxiCN train files, seed as in `rebuttal spar train`); "
+               "no choice was made on these posts"),
+        model=f"{model_name} (embedded, llama.cpp) for spar and spar-0shot; spar-tagger calls no LLM",
+        memory=f"Chinese slang lexicon from the shared data; taggers from {args.taggers or '(none)'}")
+    lines += [
         "## Speed", "",
         "| system | lang | posts | posts/min | LLM calls/post | prompt tok/post | completion tok/post | ok/flagged/error |",
         "|---|---|---|---|---|---|---|---|",
@@ -89,7 +100,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20260415)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--langs", default="en,zh")
-    ap.add_argument("--systems", default="spar,spar-0shot")
+    ap.add_argument("--systems", default="spar-tagger,spar-0shot,spar,spar+tagger")
+    ap.add_argument("--taggers", type=Path, help="folder with en-main/ and zh-main/ taggers (rebuttal spar train)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "spar.md")
     args = ap.parse_args()
     model = load_model()
@@ -99,9 +111,13 @@ def main() -> None:
         posts = sample(lang, args.n, args.seed, args.data)
         track = "en-main" if lang == "en" else "zh-main"
         for system in args.systems.split(","):
-            settings = SparSettings(zero_shot=system == "spar-0shot",
-                                    lexicon_path=lexicon if lexicon.exists() and lang == "zh" else None)
-            rows.append(run(SparParser(model, settings), posts, lang, track))
+            if system == "spar-tagger":
+                parser = TaggerParser(args.taggers)
+            else:
+                parser = SparParser(model, SparSettings(zero_shot=system == "spar-0shot",
+                                                        lexicon_path=lexicon if lexicon.exists() and lang == "zh" else None),
+                                    tagger=TaggerParser(args.taggers) if system == "spar+tagger" else None)
+            rows.append(run(parser, posts, lang, track))
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(markdown(rows, args, model.name), encoding="utf-8")
     print(args.out.read_text())

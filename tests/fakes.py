@@ -124,8 +124,8 @@ class WordEncoder:
 class FixedGate:
     """A hate gate that gives every text the same probability."""
 
-    def __init__(self, score: float, threshold: float = 0.5):
-        self.score, self.threshold = score, threshold
+    def __init__(self, score: float, threshold: float = 0.5, sure: float = 1.01):
+        self.score, self.threshold, self.sure = score, threshold, sure
 
     def scores(self, texts, vectors=None):
-        return [(self.score, self.threshold, "en") for _ in texts]
+        return [(self.score, self, "en") for _ in texts]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rebuttal.data.factualcs import load_bank
+from rebuttal.memory.records import load_bank
 from rebuttal.fire.checks import (
     attribution_problem, check_draft, contradiction_problem, failures, meta_problem, relevance_problem,
     repetition_problem, restated_run, script_problem, truncation_problem,
@@ -85,3 +85,25 @@ def test_restatement_needs_a_long_unframed_copy():
     post = "Immigrants are flooding in and most of them end up as criminals living off benefits."
     assert restated_run("Most of them end up as criminals living off benefits, sadly.", post)
     assert restated_run("The claim that most of them end up as criminals living off benefits is false.", post) is None
+
+
+def test_drafts_are_cut_to_three_complete_sentences():
+    from rebuttal.fire.sentences import first_sentences, sentences
+
+    text = 'The U.S. Census shows 5.2 percent. Dr. Smith agrees! "Yes." Then more. And more'
+    assert sentences(text) == ["The U.S. Census shows 5.2 percent.", "Dr. Smith agrees!", '"Yes."', "Then more.", "And more"]
+    assert first_sentences(text, stopped_at_limit=True) == ('The U.S. Census shows 5.2 percent. Dr. Smith agrees! "Yes."', False, 2)
+    assert first_sentences("Plain reply. Second one.", False) == ("Plain reply. Second one.", False, 0)
+    assert first_sentences("One sentence only and cut", True) == ("One sentence only and cut", True, 0)  # still flagged
+    assert first_sentences("移民不是罪犯。他们努力工作！我们应该尊重他们。更多。", False) == ("移民不是罪犯。他们努力工作！我们应该尊重他们。", False, 1)
+
+
+def test_a_reply_reciting_its_instructions_fails_meta():
+    from rebuttal.fire.generator import instructions
+
+    post = "All of them are misogynists."  # paraphrase of a silver dev post
+    echo = "Muslims are people. Show how different the people in the group are from one another."
+    result = {r.name: r for r in check_draft(echo, post, [], relevance_ran=False, instructions=instructions())}
+    assert not result["meta"].passed and "copies its instructions" in result["meta"].detail
+    fine = "Plenty of Muslim men campaign for women's rights, and many Muslim women lead their communities."
+    assert all(r.passed for r in check_draft(fine, post, [], relevance_ran=False, instructions=instructions()))

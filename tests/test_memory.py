@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rebuttal.data.factualcs import MemoryRecord
+from rebuttal.memory.records import MemoryRecord
 from rebuttal.memory import HeadEncoder, Memory, ProjectionHead, VectorIndex, brute_force_search
 from rebuttal.types import HateType, MemoryView
 

@@ -69,6 +69,47 @@ def test_rate_bucket_refills_with_time(tmp_path):
     assert [limiter.acquire("k"), limiter.acquire("k"), limiter.acquire("k")] == [0.0, 0.0, pytest.approx(1.0)]
 
 
+def test_redis_buckets_are_shared_refill_and_never_overdraw():
+    fakeredis = pytest.importorskip("fakeredis")
+    from rebuttal.server.ratelimit import RedisRateLimiter
+
+    server = fakeredis.FakeServer()
+    now = [1000.0]
+    limiter = RedisRateLimiter(fakeredis.FakeRedis(server=server), per_minute=60, burst=2, clock=lambda: now[0])
+    other = RedisRateLimiter(fakeredis.FakeRedis(server=server), per_minute=60, burst=2, clock=lambda: now[0])
+    assert [limiter.acquire("k"), other.acquire("k")] == [0.0, 0.0]
+    assert limiter.acquire("k") == pytest.approx(1.0) and other.acquire("other-key") == 0.0
+    now[0] += 1.0
+    assert other.acquire("k") == 0.0 and limiter.acquire("k") == pytest.approx(1.0)
+    # 40 threads racing for a fresh bucket of 10 tokens: exactly 10 win
+    race = RedisRateLimiter(fakeredis.FakeRedis(server=server), per_minute=1, burst=10, clock=lambda: now[0])
+    won = []
+    threads = [threading.Thread(target=lambda: won.append(race.acquire("burst") == 0.0)) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(won) == 10
+
+
+def test_redis_outage_is_a_clean_503(tmp_path, monkeypatch):
+    fakeredis = pytest.importorskip("fakeredis")
+    from rebuttal.server.ratelimit import RedisRateLimiter
+
+    server = fakeredis.FakeServer()
+    monkeypatch.setattr(RedisRateLimiter, "from_url", classmethod(
+        lambda cls, url, per_minute, burst: cls(fakeredis.FakeRedis(server=server), per_minute, burst)))
+    app = create_app(make_settings(tmp_path, rate_store="redis"), services=FakeServices())
+    key = create_key(app.state.rebuttal.db, "alice")
+    with TestClient(app) as client:
+        assert client.get("/v1/review", headers={"X-API-Key": key}).status_code == 200
+        server.connected = False
+        down = client.get("/v1/review", headers={"X-API-Key": key})
+        assert down.status_code == 503 and "rate-limit store is unavailable" in down.json()["detail"]
+        server.connected = True
+        assert client.get("/v1/review", headers={"X-API-Key": key}).status_code == 200
+
+
 def test_upgrade_from_the_pre_alembic_schema_keeps_the_queue(tmp_path):
     path = tmp_path / "team.db"
     with sqlite3.connect(path) as conn:

@@ -28,7 +28,7 @@ class ListSearcher:
 def scripted(hateful: bool = True) -> ScriptedChatModel:
     analysis = {"target_group": "Immigrants", "category": "misinformation" if hateful else "none",
                 "reasoning": "A false crime statistic.", "search_query": "immigrant crime rates"}
-    draft = {"reply": "Official statistics show immigrants are not more likely to offend [1]."}
+    draft = {"claim": "the claim", "reply": "Official statistics show immigrants are not more likely to offend [1]."}
     return ScriptedChatModel(handler=lambda messages, schema: analysis if schema["title"] == "AnalystOutput" else draft)
 
 

@@ -147,3 +147,42 @@ def test_fallbacks_are_trace_flags():
                                                                                                     id="p")
     assert "auditor: p-g1: fallback to the best low-quality candidate" in result.trace.flags
     assert [(t.target, t.argument) for t in result.tuples] == [("NULL", "Have a nice day")]
+
+
+class FixedTagger:
+    """A trained tagger's parser, scripted: always the same tuples."""
+
+    def __init__(self, tuples):
+        self.tuples = tuples
+
+    def parse(self, text, lang="en", track=None, id=None):
+        from rebuttal.types import SparResult
+
+        return SparResult(text=text, lang=lang, track=track or "en-main", system="spar-tagger", tuples=self.tuples)
+
+
+def test_tagger_tuples_join_the_roles_as_a_fourth_role():
+    """spar+tagger: the tagger's tuple is one more candidate; it clusters with the roles that agree
+    with it, and carries the unit when every role invents its spans."""
+    def handler_for(argument):
+        def handler(messages, schema):
+            if schema["title"] == "Segmentation":
+                return {"units": [{"local_group_id": 1, "group_text": POST, "canonical_target": "republican"}]}
+            return {"tuples": [{"rationale": "r", "target": "republican", "argument": argument, "harmful": 1}]}
+        return handler
+
+    tagger = FixedTagger([SparTuple(target="republican", argument="Keep them dumb", label=1)])
+    parser = SparParser(ScriptedChatModel(handler=handler_for("Keep them dumb")), SparSettings(regenerate=False),
+                        tagger=tagger)
+    detail = parser.parse_detailed(POST, lang="en", id="p")
+    assert parser.system == "spar+tagger" and detail.result.system == "spar+tagger"
+    assert sorted(c.role for c in detail.audits[0].candidates) == ["bystander", "moderator", "tagger", "victim"]
+    assert detail.audits[0].clusters[0].roles == {"bystander", "moderator", "tagger", "victim"}
+    assert detail.result.status == "ok"
+    assert any("tagger: 1 tuples" in n for s in detail.result.trace.steps for n in s.notes)
+
+    invented = SparParser(ScriptedChatModel(handler=handler_for("they are evil")), SparSettings(regenerate=False),
+                          tagger=tagger).parse(POST, lang="en", id="p")
+    assert [(t.target, t.argument) for t in invented.tuples] == [("republican", "Keep them dumb")]
+    alone = SparParser(ScriptedChatModel(handler=handler_for("they are evil")), SparSettings(regenerate=False))
+    assert alone.parse(POST, lang="en", id="p").tuples == []

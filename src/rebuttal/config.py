@@ -17,7 +17,8 @@ read when asked for, not at import, so tests can set variables with `monkeypatch
     REBUTTAL_DB           server database URL (default sqlite in REBUTTAL_HOME)
     REBUTTAL_MAX_REQUEST_BYTES, REBUTTAL_MAX_BATCH, REBUTTAL_RATE_PER_MINUTE,
     REBUTTAL_RATE_BURST, REBUTTAL_CORS_ORIGINS      server limits (ServerSettings.from_env)
-    REBUTTAL_RATE_STORE   database (default: shared by every worker) | memory (one process)
+    REBUTTAL_RATE_STORE   database (default: shared by every worker) | redis | memory (one process)
+    REBUTTAL_REDIS_URL    Redis for `rate_store=redis` (default redis://localhost:6379/0)
     REBUTTAL_JOB_LEASE_S  seconds a batch item stays claimed by a worker that stopped renewing
                           it (a crashed process) before another worker takes it over
     REBUTTAL_DETOXIFY_CHECKPOINT                    local Detoxify checkpoint for `eval fire`
@@ -46,6 +47,7 @@ DB = "REBUTTAL_DB"
 DETOXIFY_CHECKPOINT = "REBUTTAL_DETOXIFY_CHECKPOINT"
 CORS_ORIGINS = "REBUTTAL_CORS_ORIGINS"
 RATE_STORE = "REBUTTAL_RATE_STORE"
+REDIS_URL = "REBUTTAL_REDIS_URL"
 CATEGORY_MODEL = "REBUTTAL_CATEGORY_MODEL"
 GATE_MODEL = "REBUTTAL_GATE_MODEL"
 RAY_ADDRESS = "REBUTTAL_RAY_ADDRESS"

@@ -122,6 +122,7 @@ class GateVerdict(BaseModel):
     hateful: bool
     score: float  # the classifier's probability that the post is hateful
     threshold: float
+    sure: float = 1.01  # from this score on the LLM's "not hateful" flags the reply instead of vetoing it
     llm_hateful: bool | None = None  # None when the LLM was not asked
     reason: str = ""
 

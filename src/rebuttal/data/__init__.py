@@ -1,1 +1,1 @@
-"""Dataset loaders and batch I/O. Depends only on rebuttal.types."""
+"""Batch I/O: the local and Ray runners over JSONL/Parquet rows. Depends only on rebuttal.types."""

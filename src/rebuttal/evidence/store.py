@@ -8,17 +8,14 @@ unlike reciprocal rank fusion, the score keeps its magnitude, so `min_score` can
 passages that nothing relevant matched. RRF is available (`fusion="rrf"`);
 benchmarks/results/evidence.md compares both on the silver memory queries.
 
-Passage embeddings are cached in an index folder (embeddings.npy + manifest.json holding one
-content hash per passage and one for the whole corpus): unchanged passages are never
+Passage embeddings are cached in an index folder (cache.py): unchanged passages are never
 re-embedded, changed or new ones are.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rebuttal.evidence.base import SearchError, clean_query
+from rebuttal.evidence.cache import cached_vectors, read_manifest, save_embeddings, text_hash
 from rebuttal.evidence.corpus import (
     CorpusError, Passage, default_corpus_paths, load_passages, read_passages, rebuttal_home,
     write_passages,
@@ -43,10 +41,6 @@ RRF_K = 60
 
 def default_index_dir() -> Path:
     return rebuttal_home() / "evidence" / "index"
-
-
-def _text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
 def _stemmer() -> Callable[[str], str] | None:
@@ -112,7 +106,7 @@ class LocalEvidenceStore:
         if not (folder / "passages.jsonl").exists():
             raise CorpusError(f"{folder} holds no saved evidence index (passages.jsonl missing)")
         passages = read_passages(folder / "passages.jsonl")
-        corpora = _read_manifest(folder).get("corpora", [])
+        corpora = read_manifest(folder).get("corpora", [])
         if len(corpora) == len(passages):  # keep the original corpus names
             passages = [p.model_copy(update={"corpus": c}) for p, c in zip(passages, corpora, strict=True)]
         kwargs.setdefault("index_dir", folder)
@@ -134,7 +128,7 @@ class LocalEvidenceStore:
     def content_hash(self) -> str:
         digest = hashlib.sha256(self.encoder_name.encode())
         for passage in self.passages:
-            digest.update(_text_hash(passage.text).encode())
+            digest.update(text_hash(passage.text).encode())
         return digest.hexdigest()[:24]
 
     def build(self) -> LocalEvidenceStore:
@@ -192,8 +186,8 @@ class LocalEvidenceStore:
         return vectors / np.maximum(norms, 1e-12)
 
     def _load_or_embed(self) -> np.ndarray:
-        hashes = [_text_hash(p.text) for p in self.passages]
-        cached = self._cached_vectors()
+        hashes = [text_hash(p.text) for p in self.passages]
+        cached = cached_vectors(self.index_dir, self.encoder_name)
         missing = [i for i, h in enumerate(hashes) if h not in cached]
         fresh = self._encode([self.passages[i].text for i in missing]) if missing else None
         dim = fresh.shape[1] if fresh is not None else len(next(iter(cached.values())))
@@ -212,39 +206,9 @@ class LocalEvidenceStore:
                 pass  # a read-only cache folder only costs re-embedding next time
         return matrix
 
-    def _cached_vectors(self) -> dict[str, np.ndarray]:
-        """Embeddings by passage hash from the index folder (empty when absent or stale)."""
-        if self.index_dir is None:
-            return {}
-        manifest = _read_manifest(self.index_dir)
-        path = self.index_dir / "embeddings.npy"
-        if manifest.get("encoder") != self.encoder_name or not path.exists():
-            return {}
-        try:
-            vectors = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            return {}
-        hashes = manifest.get("passage_hashes", [])
-        if len(hashes) != len(vectors):
-            return {}
-        return dict(zip(hashes, vectors, strict=True))
-
     def _save_embeddings(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        if self._embeddings is None:
-            return
-        tmp = folder / "embeddings.tmp.npy"
-        np.save(tmp, self._embeddings, allow_pickle=False)
-        os.replace(tmp, folder / "embeddings.npy")
-        manifest = {
-            "encoder": self.encoder_name,
-            "content_hash": self.content_hash(),
-            "passage_hashes": [_text_hash(p.text) for p in self.passages],
-            "ids": [p.id for p in self.passages],
-            "corpora": [p.corpus for p in self.passages],
-        }
-        (folder / "manifest.tmp.json").write_text(json.dumps(manifest), encoding="utf-8")
-        os.replace(folder / "manifest.tmp.json", folder / "manifest.json")
+        if self._embeddings is not None:
+            save_embeddings(folder, self._embeddings, self.passages, self.encoder_name, self.content_hash())
 
     # ---- search -------------------------------------------------------------------------
     def scores(self, query: str) -> dict[str, np.ndarray]:
@@ -304,10 +268,3 @@ def _rrf(lexical: np.ndarray, dense: np.ndarray, depth: int = 100) -> np.ndarray
         for rank, i in enumerate(order, start=1):
             fused[i] += 1.0 / (RRF_K + rank)
     return fused
-
-
-def _read_manifest(folder: Path) -> dict:
-    try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}

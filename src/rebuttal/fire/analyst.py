@@ -17,7 +17,6 @@ Category policies:
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from enum import StrEnum
 
 from rebuttal.fire.assessor import Assessment
@@ -31,19 +30,6 @@ class CategoryPolicy(StrEnum):
     memory = "memory"  # always the memory's t̂
     constrained = "constrained"  # the memory's candidates; leave them only with a reason
     free = "free"  # the model's own choice
-
-
-@dataclass
-class AnalystTurn:
-    analysis: Analysis
-    messages: list[Message]  # system, post, task, answer: the generator continues it (KV cache)
-
-
-def answered(messages: list[Message], analysis: Analysis) -> list[Message]:
-    """The conversation with the analyst's answer as it stands after the policy (so the
-    generator reads the category that was decided, not the model's first pick)."""
-    answer = analysis.model_dump_json(include={"reasoning", "target_group", "category"})
-    return [*messages, {"role": "assistant", "content": answer}]
 
 
 def given_category(assessment: Assessment, policy: CategoryPolicy) -> HateType | None:
@@ -96,7 +82,7 @@ class Analyst:
         text = task.render(category_rule=category_rule(assessment, self.policy)).strip()
         return [*post_prefix(post), {"role": "user", "content": text}], task.version
 
-    def run(self, post: str, assessment: Assessment, trace: Trace) -> AnalystTurn:
+    def run(self, post: str, assessment: Assessment, trace: Trace) -> Analysis:
         messages, version = self.messages(post, assessment)
         step = trace.add(TraceStep(stage="analyst", model=self.model.name, prompt_version=version, attempts=0))
         try:
@@ -104,8 +90,7 @@ class Analyst:
         except StructuredOutputError as exc:
             step.record(exc)
             trace.flag("analyst_fallback")
-            analysis = self.fallback(post, assessment, step, str(exc))
-            return AnalystTurn(analysis, answered(messages, analysis))
+            return self.fallback(post, assessment, step, str(exc))
         step.record(result)
         output = result.value
         step.notes.append(f"model category: {output.category.value}")
@@ -118,8 +103,7 @@ class Analyst:
         if category.needs_evidence and not query:
             query = post[:160]
             step.notes.append("no search query from the model: the post is the query")
-        analysis = self._analysis(assessment, category, output, llm_hateful, query)
-        return AnalystTurn(analysis, answered(messages, analysis))
+        return self._analysis(assessment, category, output, llm_hateful, query)
 
     def _analysis(self, assessment: Assessment, category: HateType, output: AnalystOutput,
                   llm_hateful: bool, query: str | None) -> Analysis:
@@ -127,8 +111,10 @@ class Analyst:
         votes = [*assessment.votes]
         if output.hate_type is not None:
             votes.append(CategoryVote(source="llm", category=output.hate_type))
-        # Safety first: a reply needs both the gate and the LLM to call the post hateful.
-        hateful = llm_hateful and (gate is None or gate.hateful)
+        # A reply needs the gate; the LLM's "not hateful" vetoes it only below the gate's `sure`
+        # score (above it the 1.5B model's veto was wrong on blunt silver dev posts calling a
+        # group criminals): there the reply is written and flagged for the reviewer instead.
+        hateful = llm_hateful if gate is None else gate.hateful and (llm_hateful or gate.score >= gate.sure)
         return Analysis(
             is_hateful=hateful, target_group=output.target_group.strip() or "Others", category=category,
             reasoning=output.reasoning.strip(), search_query=query if category.needs_evidence else None,

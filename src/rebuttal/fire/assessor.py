@@ -86,6 +86,6 @@ class Assessor:
     def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
         if self.gate is None:
             return None
-        score, threshold, lang = self.gate.scores([post], vector)[0]
-        return GateVerdict(hateful=score >= threshold, score=round(score, 4), threshold=threshold,
-                           reason=f"{lang} classifier")
+        score, gate, lang = self.gate.scores([post], vector)[0]
+        return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=gate.threshold,
+                           sure=gate.sure, reason=f"{lang} classifier")

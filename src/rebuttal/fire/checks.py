@@ -49,8 +49,8 @@ def citation_problem(text: str, evidence: Sequence[EvidenceItem]) -> Problem | N
     unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
     if not unknown:
         return None
-    have = f"[1] to [{len(evidence)}]" if evidence else "none"
-    return Problem("citations", f"it cites {', '.join(f'[{n}]' for n in unknown)} but the evidence is {have}")
+    advice = f"cite only [1] to [{len(evidence)}]" if evidence else "cite no sources"
+    return Problem("citations", f"it cites {', '.join(f'[{n}]' for n in unknown)}, which is not among the evidence; {advice}")
 
 
 def number_problem(text: str, post: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
@@ -89,7 +89,24 @@ def restated_run(reply: str, post: str) -> str | None:
     return copied
 
 
+GRANTED = re.compile(r"\b(?:it\s+is|it's|is\s+it)\s+(?:indeed\s+)?true\s+that\s+([^.;!?]{8,200})", re.IGNORECASE)
+
+
+def granted_claim(text: str, post: str) -> str | None:
+    """"It is true that X" where X is mostly the post's own content: the reply affirms the
+    claim it should rebut (seen: "While it is true that ... is inherited through blood")."""
+    post_words = content_words(post)
+    for clause in GRANTED.findall(text):
+        said = content_words(clause)
+        if len(said) >= 3 and len(said & post_words) / len(said) >= 0.6:
+            return clause.strip()
+    return None
+
+
 def restatement_problem(text: str, post: str) -> Problem | None:
+    granted = granted_claim(text, post)
+    if granted:
+        return Problem("restatement", f'it grants the post\'s claim as true ("{granted[:80]}"); never affirm it')
     copied = restated_run(text, post)
     if not copied:
         return None
@@ -112,7 +129,9 @@ def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: in
 # ------------------------------------------------------------------ coherence
 
 CONTRADICTION = re.compile(
-    r"\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+    r"\bnot\s+(?:inherently|necessarily|entirely|completely|just\s+an?)\b"  # half-denials: "not inherently worse"
+    r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern)"
+    r"|\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
     r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
     r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
     r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!])",
@@ -126,27 +145,41 @@ def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem |
 
 
 def contradiction_problem(text: str) -> Problem | None:
-    """A rebuttal that calls the post harmless contradicts the analysis it rests on. (Conceding
-    a point, "you're right that ...", is a normal move in human counter-speech and passes.)"""
+    """A rebuttal that calls the post harmless, respects its claim or only half-denies it
+    contradicts the analysis it rests on. (Conceding a side point, "you're right that ...", is a
+    normal move in human counter-speech and passes.)"""
     return _found(CONTRADICTION, text, "contradiction",
-                  "that contradicts rebutting a hateful post; do not judge the post, answer its claim")
+                  "disagree with the post plainly, without softening or judging it")
 
 
 META = re.compile(
-    r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+that\s+you)"
-    r"|^\W*the\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b|\bthe\s+post\s+targets\b"
+    r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+(?:that\s|your\s))"
+    r"|\bthis\s+person\b|\bthe\s+person\s+who\s+(?:wrote|posted)\b|\btarget\s+group\b"
+    r"|\bthe\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b"
     r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
-    r"|\b(?:the|this|that)\s+(?:author|user|poster|analysis|analyst|moderator)(?:'s)?\b"
+    r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
     r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
     r"|\b(?:the\s+author's|your)\s+tone\b",
     re.IGNORECASE,
 )
 
 
-def meta_problem(text: str) -> Problem | None:
-    """Talk about the author, their tone or our analysis instead of to the reader."""
-    return _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
-                                      "its tone or any analysis")
+def meta_problem(text: str, instructions: str = "") -> Problem | None:
+    """Talk about the author, their tone or our analysis instead of to the reader; or the
+    prompt's own instructions copied into the reply (6+ words in a row)."""
+    found = _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
+                                       "its tone or any analysis")
+    if found or not instructions:
+        return found
+    reply_words, told = words(text), words(instructions)
+    run = SequenceMatcher(None, told, reply_words, autojunk=False).find_longest_match()
+    if run.size >= ECHO_MIN_WORDS:
+        copied = " ".join(told[run.a : run.a + run.size])
+        return Problem("meta", f'it copies its instructions ("{copied[:80]}"); write only the reply itself')
+    return None
+
+
+ECHO_MIN_WORDS = 6  # a reply that repeats six words of its prompt in a row is reciting it
 
 
 SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
@@ -192,9 +225,10 @@ def script_problem(text: str, post: str) -> Problem | None:
 # ------------------------------------------------------------------ faithfulness and relevance
 
 ATTRIBUTION = re.compile(  # at the start of a clause: "You say that ...", "The post also claims ..."
-    r"(?:^|[.!?;:]\s+|,\s*|\bbut\s+)(?:the\s+post|you|your\s+(?:post|comment|claim|statement))\s+(?:also\s+)?"
-    r"(?:claims?|claimed|says?|said|states?|stated|suggests?|suggested|implies|implied|argues?|argued|"
-    r"makes?\s+(?:a|the)\s+(?:false\s+)?claim)\s+(?:that\s+)?([^.;!?]{8,200})",
+    r"(?:^|[.!?;:]\s+|,\s*|\bbut\s+)(?:(?:the\s+post|you|your\s+(?:post|comment|claim|statement))\s+(?:also\s+)?"
+    r"(?:claims?|claimed|says?|said|states?|stated|suggests?|suggested|implies|implied|argues?|argued)"
+    r"|(?:the\s+post|it|you|your\s+(?:post|comment))\s+(?:also\s+)?makes?\s+(?:a\s+|the\s+)?(?:false\s+)?"
+    r"claims?(?:\s+about)?)\s+(?:that\s+)?([^.;!?]{8,200})",
     re.IGNORECASE,
 )
 STOPWORDS = set("""a an the and or but if of to in on at by for with from as is are was were be been being it
@@ -245,7 +279,8 @@ CHECKS = ("citations", "numbers", "restatement", "contradiction", "meta", "repet
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
-                relevance: Problem | None = None, relevance_ran: bool = True) -> list[CheckResult]:
+                relevance: Problem | None = None, relevance_ran: bool = True,
+                instructions: str = "") -> list[CheckResult]:
     """Every check's outcome, in CHECKS order. Relevance is computed by the caller (it needs
     vectors); when it could not run it is left out rather than reported as passed."""
     found = {
@@ -253,7 +288,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "numbers": number_problem(text, post, evidence),
         "restatement": restatement_problem(text, post),
         "contradiction": contradiction_problem(text),
-        "meta": meta_problem(text),
+        "meta": meta_problem(text, instructions),
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),
         "script": script_problem(text, post),

@@ -1,7 +1,7 @@
 """FIRE phase 2 (CARE): the Counterspeech Generator.
 
-It sees the system text, the post, and one task message (target, category, strategy, evidence
-that fits, optionally a human reply to a similar post to adapt). Every draft goes through the
+It sees a short system text and one message: the post, its target, the move for its category,
+evidence that fits, optionally a human reply to a similar post to adapt. Every draft goes through the
 checks in checks.py; a failed draft is regenerated with the problems stated (bounded), the best
 draft is kept and, if it still fails a check, flagged: status `ok` means every check passed.
 """
@@ -16,7 +16,10 @@ import numpy as np
 from rebuttal.fire.checks import (
     Problem, attributed_evidence, check_draft, cited_numbers, failures, relevance_problem,
 )
-from rebuttal.fire.prompting import Exemplar, ReplyDraft, citation_rule, clip, prompt, render_evidence
+from rebuttal.fire.prompting import (
+    Exemplar, ReplyDraft, citation_rule, clip, prompt, quote_post, render_evidence,
+)
+from rebuttal.fire.sentences import first_sentences, sentences
 from rebuttal.learned.text import language
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
 from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, TraceStep
@@ -50,23 +53,56 @@ class DraftJudge:
             post_vec = post_vector if post_vector is not None else vectors[-1]
             relevance = relevance_problem(vectors[0], post_vec, vectors[1 : 1 + len(others)])
         return check_draft(text, post, evidence, stopped_at_limit=stopped_at_limit, relevance=relevance,
-                           relevance_ran=self.encoder is not None)
+                           relevance_ran=self.encoder is not None, instructions=instructions())
 
 
-def generator_task(analysis: Analysis, evidence: Sequence[EvidenceItem], post: str,
-                   adapt: Exemplar | None = None) -> tuple[str, str]:
+def moves() -> dict[str, str]:
+    """What the reply does for each category (prompts/moves.v1.txt), plus `uncertain`."""
+    lines = prompt("moves").template.splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
+
+
+def instructions() -> str:
+    """Everything the generator's prompts tell the model, for the echo check (a reply that
+    recites its instructions, seen on silver dev: "Show how different the people ...")."""
+    return " ".join([prompt("generator").template, *moves().values(), prompt("regenerate").template,
+                     prompt("reply_system").template])
+
+
+def named_target(target_group: str) -> str:
+    """The target as the reply may name it: the label set's catch-alls ("Others") read as a
+    group's name in a reply ("the uniqueness of Others"), so they become a description."""
+    if not target_group or target_group.strip().lower() in ("others", "other", "affected person", "individual"):
+        return "the people it targets"
+    return target_group
+
+
+def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], post: str,
+                       adapt: Exemplar | None = None, uncertain: bool = False,
+                       advice: str = "") -> tuple[list[Message], str]:
+    """A fresh, short conversation: the post, its target, one move, fitting evidence. Neither the
+    analyst's reasoning nor the category list is in it: with them in context the 1.5B model
+    talked about the post ("The post is a stereotype ...") instead of answering it (issue 12)."""
     template = prompt("generator")
     adapt_block = ""
     if adapt is not None:
         adapt_block = (f'A person once answered a similar post with: "{clip(adapt.reply)}" '
                        "Reuse its idea only where it fits this post, in your own words.\n")
+    move = moves()["uncertain" if uncertain else analysis.category.value]
+    version = f"{template.version}+{prompt('moves').version}"
+    advice_block = ""
+    if advice:  # a regeneration: the same task, with what the rejected draft got wrong
+        retry = prompt("regenerate")
+        advice_block, version = retry.render(advice=advice).strip(), f"{version}+{retry.version}"
     text = template.render(
-        target_group=analysis.target_group, category=analysis.category.value,
-        strategy=analysis.category.strategy, adapt_block=adapt_block,
-        evidence_block=render_evidence(evidence), citation_rule=citation_rule(evidence),
-        language="Chinese" if language(post) == "zh" else "English",
+        post=quote_post(post), target_group=named_target(analysis.target_group), move=move,
+        adapt_block=adapt_block, evidence_block=render_evidence(evidence), citation_rule=citation_rule(evidence),
+        advice_block=advice_block, language="Chinese" if language(post) == "zh" else "English",
     )
-    return text.strip(), template.version
+    text = "\n".join(line for line in text.splitlines() if line.strip())
+    messages: list[Message] = [{"role": "system", "content": prompt("reply_system").template.strip()},
+                               {"role": "user", "content": text}]
+    return messages, version
 
 
 class Generator:
@@ -93,35 +129,37 @@ class Generator:
         at_limit = last is not None and last.usage.completion_tokens >= self.max_tokens
         return result.value, at_limit
 
-    def run(self, post: str, prefix: list[Message], analysis: Analysis, evidence: Sequence[EvidenceItem],
-            trace: Trace, *, adapt: Exemplar | None = None, post_vector: np.ndarray | None = None) -> Reply | None:
-        """`prefix` is the system text and the post (and the analyst's answer when there was an
-        analyst): the conversation reads as post -> analysis -> "now answer it"."""
-        task, version = generator_task(analysis, evidence, post, adapt)
+    def run(self, post: str, analysis: Analysis, evidence: Sequence[EvidenceItem], trace: Trace, *,
+            adapt: Exemplar | None = None, post_vector: np.ndarray | None = None,
+            uncertain: bool = False) -> Reply | None:
+        """`uncertain`: the category is below the category model's ambiguity cut, so the reply
+        gets a move that does not depend on it."""
+        messages, version = generator_messages(analysis, evidence, post, adapt, uncertain)
         step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=version, attempts=0))
         # What a draft may answer instead of the post: the exemplar post it was shown. (Evidence
         # is not among them: it passed the fit test, and a reply may lean on it heavily.)
         others = [adapt.post] if adapt is not None else []
-        messages = [*prefix, {"role": "user", "content": task}]
         drafts: list[Draft] = []
         for attempt in range(1 + self.max_regenerations):
             draft, at_limit = self._draft(messages, step, attempt)
             if draft is None:
                 break
-            text = draft.reply.strip()
-            checks = self.judge.judge(text, post, evidence, others, post_vector, at_limit)
+            text, unfinished, dropped = first_sentences(draft.reply, at_limit)
+            step.notes.append(f"draft {attempt + 1} answers the claim: {draft.claim.strip()[:160]}")
+            if dropped:
+                step.notes.append(f"draft {attempt + 1}: kept the first {len(sentences(text))} sentences, "
+                                  f"left out {dropped}")
+            checks = self.judge.judge(text, post, evidence, others, post_vector, unfinished)
             drafts.append(Draft(text, checks))
             problems = failures(checks)
             step.notes.append(f"draft {attempt + 1}: " + ("all checks passed" if not problems else
                                                           "failed " + ", ".join(r.name for r in problems)))
             if not problems:
                 break
-            retry = prompt("regenerate")
-            step.prompt_version = f"{version}+{retry.version}"
-            messages += [
-                {"role": "assistant", "content": draft.model_dump_json()},
-                {"role": "user", "content": retry.render(problems="; ".join(r.detail for r in problems))},
-            ]
+            # The same task with advice added, not a conversation about the bad draft: shown its
+            # draft and the problem, the 1.5B model answered the critique ("Sorry, but ...").
+            advice = "; ".join(dict.fromkeys(r.detail.rsplit("; ", 1)[-1] for r in problems))
+            messages, step.prompt_version = generator_messages(analysis, evidence, post, adapt, uncertain, advice)
         if not drafts:
             trace.flag("generator_failed")
             return None
@@ -131,18 +169,18 @@ class Generator:
         if self.judge.encoder is None:
             trace.flag("draft_relevance_unchecked")
         return Reply(text=best.text, strategy=analysis.category.strategy,
-                     cited_evidence_ids=self._cited(best.text, evidence, step, trace),
+                     cited_evidence_ids=self._cited(best.text, evidence, step),
                      checks=best.checks, drafts=len(drafts), adapted_from=adapt.id if adapt else None)
 
     @staticmethod
-    def _cited(text: str, evidence: Sequence[EvidenceItem], step: TraceStep, trace: Trace) -> list[str]:
+    def _cited(text: str, evidence: Sequence[EvidenceItem], step: TraceStep) -> list[str]:
         explicit = [n for n in cited_numbers(text) if 1 <= n <= len(evidence)]
         implicit = [n for n in attributed_evidence(text, evidence) if n not in explicit]
         if implicit:
             step.notes.append("uses without a marker: " + ", ".join(evidence[n - 1].id for n in implicit))
         cited = [evidence[n - 1].id for n in sorted({*explicit, *implicit})]
-        if evidence and not cited:
-            trace.flag("evidence_not_cited")
+        if evidence and not cited:  # allowed: the checks keep an uncited reply free of facts
+            step.notes.append("the reply does not use the evidence")
         return cited
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from rebuttal.fire.analyst import Analyst, CategoryPolicy
 from rebuttal.fire.assessor import Assessment, Assessor
 from rebuttal.fire.generator import Generator
-from rebuttal.fire.prompting import Exemplar, post_prefix
+from rebuttal.fire.prompting import Exemplar
 from rebuttal.llm import ChatModel, LLMError
 from rebuttal.types import (
     Analysis, EvidenceItem, FireResult, HateType, InputError, SourceTier, Trace, TraceStep, check_post,
@@ -21,12 +21,15 @@ from rebuttal.types import (
 @dataclass
 class FireSettings:
     policy: CategoryPolicy = CategoryPolicy.learned  # most accurate on silver dev (analyst.md)
-    evidence_k: int = 2  # the 1.5B model copied every item it was given; two keep replies short
-    # Categories whose replies get retrieved evidence (the paper: all three factual ones).
-    evidence_for: frozenset[HateType] = frozenset({HateType.misinformation, HateType.stereotype,
-                                                   HateType.conspiracy})
-    # Evidence must be about the post (MiniLM cosine to the post). Set by hand, not tuned on data.
-    evidence_min_similarity: float = 0.3
+    evidence_k: int = 1  # the 1.5B model used every item it was given, and long replies ran out of tokens
+    # Categories whose replies get retrieved evidence. The paper gives it to all three factual
+    # ones; on silver dev the 1.5B model bent facts to fit stereotype posts (a world-finance
+    # figure against a "blood" stereotype, a fertility figure as "respect for women"), so a
+    # stereotype gets counter-examples without evidence (benchmarks/results/fire.md).
+    evidence_for: frozenset[HateType] = frozenset({HateType.misinformation, HateType.conspiracy})
+    # Evidence must be about the post (MiniLM cosine to the post): chosen on graded silver dev
+    # round-2 pairs, the highest F0.5 (benchmarks/results/evidence_fit.md).
+    evidence_min_similarity: float = 0.45
     adapt: bool = False  # adapt the nearest human reply of the category (not measured yet: off)
     adapt_min_similarity: float = 0.6
     max_regenerations: int = 1  # bounded: each costs one more generation (~8 s on the 1.5B)
@@ -119,14 +122,13 @@ class FirePipeline:
             self._not_hateful(result, assessment)
             return
         if self.settings.use_analyst:
-            turn = self.analyst.run(result.text, assessment, result.trace)
-            analysis, prefix = turn.analysis, turn.messages
+            analysis = self.analyst.run(result.text, assessment, result.trace)
         else:
-            analysis, prefix = self._without_analyst(result.text, assessment), post_prefix(result.text)
+            analysis = self._without_analyst(result.text, assessment)
         result.analysis = analysis
+        if analysis.gate is not None and analysis.gate.llm_hateful is False:
+            result.trace.flag("gate_llm_disagrees")  # replied (the gate was sure) or not: a reviewer looks
         if not analysis.is_hateful:  # the gate passed it, but the LLM said `none`
-            if analysis.gate is not None:
-                result.trace.flag("gate_llm_disagrees")
             result.status = "not_hateful"
             result.message = f"No reply: the analyst judged the post not hateful. {analysis.reasoning}"
             return
@@ -136,9 +138,16 @@ class FirePipeline:
             result.evidence = self.retrieve(query, result.trace, assessment.vector)
         if reply:
             result.reply = self.generator.run(
-                result.text, prefix, analysis, result.evidence, result.trace,
+                result.text, analysis, result.evidence, result.trace,
                 adapt=self._adaptable(assessment, analysis.category), post_vector=assessment.vector,
+                uncertain=self._uncertain(analysis),
             )
+
+    def _uncertain(self, analysis: Analysis) -> bool:
+        """Below the category model's ambiguity cut its category is right about half the time
+        (analyst.md), too often to let a category-specific move shape the reply."""
+        model = self.assessor.category_model
+        return model is not None and analysis.confidence is not None and analysis.confidence < model.ambiguous_below
 
     def _not_hateful(self, result: FireResult, assessment: Assessment) -> None:
         gate = assessment.gate
@@ -195,9 +204,9 @@ class FirePipeline:
             trace.flag("search_failed")
         items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
         items = self._fitting(items, post_vector, step)
-        step.notes.append("evidence ids: " + (", ".join(item.id for item in items) or "none"))
-        if not items:
-            trace.flag("no_evidence")
+        # No fitting evidence is not a defect: the draft checks then refuse any number or source.
+        step.notes.append("evidence ids: " + (", ".join(item.id for item in items) or
+                                              "none fits the post; the reply may state no numbers or sources"))
         step.latency_s = time.perf_counter() - started
         return items
 

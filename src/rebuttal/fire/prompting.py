@@ -1,8 +1,9 @@
 """Prompt assembly shared by FIRE's agents and baselines.
 
-FIRE's analyst starts with the system text and the post (`post_prefix`); the generator continues
-the analyst's conversation, so llama.cpp reuses its KV cache. No exemplar post is in it: with
-exemplar posts in its context the 1.5B model answered an exemplar instead of the post (issue 12). The baselines keep the paper's shape (`shared_prefix`: exemplars, then the post).
+FIRE's analyst sees the system text (categories, target groups) and the post (`post_prefix`);
+the generator gets a fresh, short conversation of its own (generator.py). Neither sees exemplar
+posts: with them in context the 1.5B model answered an exemplar instead of the post (issue 12).
+The baselines keep the paper's shape (`shared_prefix`: exemplars, then the post).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def shared_prefix(
 
 
 def post_prefix(post: str) -> list[Message]:
-    """System text and the post, nothing else: the prefix FIRE's two agents share."""
+    """System text and the post, nothing else: what FIRE's analyst reads before its task."""
     return [
         {"role": "system", "content": prompt("system").template.strip()},
         {"role": "user", "content": prompt("post").render(post=quote_post(post)).strip()},
@@ -103,7 +104,7 @@ def post_prefix(post: str) -> list[Message]:
 
 def render_evidence(evidence: Sequence[EvidenceItem]) -> str:
     if not evidence:
-        return "No evidence was retrieved: do not cite numbers or sources."
+        return ""
     lines = ["Evidence (use one of these facts, in your own words, and cite it by number, e.g. [1]; "
              "use no other facts or sources):"]
     for number, item in enumerate(evidence, 1):
@@ -115,11 +116,17 @@ def render_evidence(evidence: Sequence[EvidenceItem]) -> str:
 def citation_rule(evidence: Sequence[EvidenceItem]) -> str:
     if evidence:
         return f"Support factual statements with the evidence, citing [1] to [{len(evidence)}]."
-    return "Do not cite any source or statistic."
+    return "Do not cite numbers, studies or sources."
 
 
 class ReplyDraft(BaseModel):
-    reply: str = Field(min_length=20, max_length=600)  # 2-4 sentences; bounds decoding time
+    """Field order is decoding order: the model first names the claim it answers (kept in the
+    trace), then answers it; with the bare reply alone the 1.5B model drifted from the post."""
+
+    claim: str = Field(max_length=200)
+    # No max_length: the grammar would spell it out char by char; max_tokens bounds decoding and
+    # the generator keeps the first three sentences.
+    reply: str = Field(min_length=20)
 
 
 AnalystCategory = StrEnum("AnalystCategory", {**{t.name: t.value for t in HateType}, "none": "none"})

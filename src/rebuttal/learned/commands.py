@@ -18,7 +18,7 @@ def train_category_command(
     c: Annotated[float, typer.Option(help="inverse L2 strength")] = 4.0,
 ) -> None:
     """Train FIRE's category model; REBUTTAL_CATEGORY_MODEL=OUT/category.npz makes FIRE use it."""
-    from rebuttal.data.factualcs import DatasetError
+    from rebuttal.memory.records import DatasetError
     from rebuttal.learned.train import train_category
 
     try:
@@ -35,14 +35,16 @@ def train_gate_command(
     data_root: Annotated[Path, typer.Option("--data-root", help="folder laid out as ../shared/data")],
     out: Annotated[Path, typer.Option("--out", help="folder for gate.npz and its model card")],
     recall: Annotated[float, typer.Option(help="hateful recall the threshold keeps on HateCheck dev folds")] = 0.9,
+    max_fpr: Annotated[float, typer.Option(help="share of non-hateful HateCheck dev cases allowed at or above "
+                                                "`sure`, where the LLM can no longer veto a reply")] = 0.15,
 ) -> None:
     """Train the hate gate (English and Chinese); REBUTTAL_GATE_MODEL=OUT/gate.npz makes FIRE use it."""
     from rebuttal.learned.train import train_gate
 
     try:
-        gate = train_gate(data_root, out, recall_target=recall)
+        gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr)
     except FileNotFoundError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
-    thresholds = {lang: round(g.threshold, 2) for lang, g in gate.gates.items()}
-    typer.echo(f"gate thresholds {thresholds} -> {out}")
+    cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in gate.gates.items()}
+    typer.echo(f"gate (threshold, sure) {cuts} -> {out}")

@@ -27,6 +27,9 @@ class LanguageGate:
     intercept: float
     threshold: float
     uses_vectors: bool
+    # At or above `sure` the LLM's "not hateful" no longer vetoes a reply (it is flagged instead):
+    # chosen so that held-out non-hateful cases rarely score this high. Above 1: the LLM always may.
+    sure: float = 1.01
 
     def features(self, texts: list[str], vectors: np.ndarray | None, lang: str):
         grams = ngram_vectorizer(lang).transform(texts)
@@ -45,17 +48,17 @@ class HateGate:
     gates: dict[str, LanguageGate]
     meta: dict = field(default_factory=dict)
 
-    def scores(self, texts: list[str], vectors: np.ndarray | None = None) -> list[tuple[float, float, str]]:
-        """(probability hateful, threshold, language) per text; `vectors` are MiniLM rows for
-        the same texts (needed for English)."""
+    def scores(self, texts: list[str], vectors: np.ndarray | None = None) -> list[tuple[float, LanguageGate, str]]:
+        """(probability hateful, the language's gate, language) per text; `vectors` are MiniLM
+        rows for the same texts (needed for English)."""
         langs = [language(t) for t in texts]
-        out: list[tuple[float, float, str]] = [(0.0, 0.0, "")] * len(texts)
+        out: list[tuple[float, LanguageGate, str]] = [None] * len(texts)  # type: ignore[list-item]
         for lang in set(langs):
             rows = [i for i, lg in enumerate(langs) if lg == lang]
             gate = self.gates[lang]
             vecs = vectors[rows] if vectors is not None and gate.uses_vectors else None
             for i, p in zip(rows, gate.score([texts[i] for i in rows], vecs, lang)):
-                out[i] = (float(p), gate.threshold, lang)
+                out[i] = (float(p), gate, lang)
         return out
 
     def save(self, path: str | Path) -> Path:
@@ -64,7 +67,8 @@ class HateGate:
         arrays = {}
         for lang, gate in self.gates.items():
             arrays[f"{lang}_coef"] = sparse.csr_matrix(gate.coef.reshape(1, -1)).toarray().astype(np.float32)[0]
-            arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors)], dtype=np.float64)
+            arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors), gate.sure],
+                                              dtype=np.float64)
         np.savez_compressed(path, meta=np.array(json.dumps(self.meta)), **arrays)
         return path
 
@@ -73,8 +77,9 @@ class HateGate:
         with np.load(path) as data:
             gates = {}
             for lang in LANGUAGES:
-                intercept, threshold, uses_vectors = data[f"{lang}_head"]
-                gates[lang] = LanguageGate(data[f"{lang}_coef"], float(intercept), float(threshold), bool(uses_vectors))
+                head = data[f"{lang}_head"]  # gates saved before `sure` existed have three values
+                gates[lang] = LanguageGate(data[f"{lang}_coef"], float(head[0]), float(head[1]), bool(head[2]),
+                                           float(head[3]) if len(head) > 3 else 1.01)
             return cls(gates, json.loads(str(data["meta"])))
 
 

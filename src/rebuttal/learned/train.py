@@ -34,7 +34,7 @@ def train_category(data: list[str], out: str | Path, *, c: float = 4.0, with_mem
                    dev: list[str] | None = None) -> CategoryModel:
     """Both variants (with and without the shipped memory's S_t) are cross-validated on train;
     `with_memory=None` keeps the better one. Dev files, if given, are only scored."""
-    from rebuttal.data.factualcs import load_many
+    from rebuttal.memory.records import load_many
 
     records = [r for r in load_many(data) if r.is_hateful]
     texts = [r.hate_speech for r in records]
@@ -97,10 +97,13 @@ def category_card(model: CategoryModel, records) -> str:
     return "\n".join(lines) + "\n"
 
 
-def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9) -> HateGate:
+def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
+               max_fpr: float = 0.15) -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
     is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
-    HateCheck dev (a template never sits in train and test of the same fold)."""
+    HateCheck dev (a template never sits in train and test of the same fold); `sure`, above
+    which the LLM cannot veto, is the lowest score that held-out non-hateful cases reach at
+    most `max_fpr` of the time."""
     from rebuttal.learned import datasets
 
     root = Path(root)
@@ -112,9 +115,10 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
         held_out = _template_folds(corpus, hatecheck, vectors, lang, c)
         threshold = _threshold(held_out, [r.hateful for r in hatecheck], recall_target)
         gates[lang] = train_language_gate([r.text for r in rows], [r.hateful for r in rows], lang, vectors, c, threshold)
-        info[lang] = {"records": len(rows), "threshold": threshold,
+        gates[lang].sure = sure_cut(held_out, [r.hateful for r in hatecheck], threshold, max_fpr)
+        info[lang] = {"records": len(rows), "threshold": threshold, "sure": gates[lang].sure,
                       "sources": dict(Counter(r.source.split(":")[0] for r in rows))}
-    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "languages": info})
+    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "languages": info})
     out = Path(out)
     gate.save(out / "gate.npz")
     (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
@@ -136,6 +140,15 @@ def _template_folds(corpus, hatecheck, vectors, lang, c, folds: int = 5) -> np.n
     return scores
 
 
+def sure_cut(scores: np.ndarray, hateful: list[bool], threshold: float, max_fpr: float) -> float:
+    """The lowest cut (>= threshold) that held-out non-hateful cases reach at most `max_fpr` of the time."""
+    benign = np.asarray(scores)[~np.array(hateful)]
+    for cut in np.linspace(threshold, 0.99, int(round((0.99 - threshold) * 100)) + 1):
+        if (benign >= cut).mean() <= max_fpr:
+            return round(float(cut), 2)
+    return 1.01
+
+
 def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) -> float:
     hateful = np.array(hateful)
     for cut in np.linspace(0.95, 0.05, 91):
@@ -152,7 +165,8 @@ def gate_card(gate: HateGate) -> str:
     for lang, info in gate.meta["languages"].items():
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
                      f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "
-                     "folds of the HateCheck dev half)")
+                     f"folds of the HateCheck dev half); sure {info['sure']:.2f} (held-out non-hateful cases at or "
+                     f"above it <= {gate.meta['max_fpr']}: from there the LLM's 'not hateful' no longer vetoes a reply)")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
               "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
               "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial), HateCheck and Multilingual "

@@ -25,7 +25,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _records(paths: list[str]):
-    from rebuttal.data.factualcs import DatasetError, load_many
+    from rebuttal.memory.records import DatasetError, load_many
 
     try:
         return load_many(paths)

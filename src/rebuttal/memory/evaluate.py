@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel
 
-from rebuttal.data.factualcs import MemoryRecord
+from rebuttal.memory.records import MemoryRecord
 from rebuttal.memory.store import Memory
 from rebuttal.types import HateType
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from rebuttal.data.factualcs import (
+from rebuttal.memory.records import (
     MemoryRecord,
     load_bank,
     load_records,

@@ -17,8 +17,8 @@ from typing import Literal
 
 import numpy as np
 
-from rebuttal.data.factualcs import MemoryRecord, records_digest
-from rebuttal.memory.encoders import BaseEncoder, Encoder, FullEncoder, HeadEncoder, ProjectionHead
+from rebuttal.memory.records import MemoryRecord, records_digest
+from rebuttal.memory.encoders import BaseEncoder, Encoder, ProjectionHead
 from rebuttal.memory.evaluate import EvalReport, evaluate_vectors
 from rebuttal.memory.loss import supcon_loss
 from rebuttal.memory.store import DEFAULT_K, DEFAULT_THRESHOLD, Memory
@@ -239,12 +239,6 @@ def _describe(records: list[MemoryRecord], dev: list[MemoryRecord] | None,
     counts = {t.value: sum(r.category == t for r in records) for t in HateType}
     return {"files": names or [], "records": len(records), "categories": counts,
             "sha256": records_digest(records), "dev_records": len(dev) if dev else 0}
-
-
-def load_trained(out: str | Path):
-    """The encoder a `train` run wrote: HeadEncoder for head mode, FullEncoder for full."""
-    out = Path(out)
-    return HeadEncoder(out) if (out / "head.npz").is_file() else FullEncoder(out)
 
 
 def model_card(report: TrainReport) -> str:

@@ -17,7 +17,7 @@ from rebuttal.optional import require
 from rebuttal.server.db import Database
 from rebuttal.server.jobs import JobWorker
 from rebuttal.server.middleware import BodySizeLimit, install_error_handlers, install_request_log
-from rebuttal.server.ratelimit import DatabaseRateLimiter, TokenBucketLimiter
+from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, TokenBucketLimiter
 from rebuttal.server.services import PipelineServices, Services
 from rebuttal.server.settings import ServerSettings
 from rebuttal.server.state import ServerState
@@ -37,6 +37,8 @@ def build_state(settings: ServerSettings, services: Services | None = None) -> S
                        max_attempts=settings.max_item_attempts, lease_s=settings.job_lease_s)
     if settings.rate_store == "database":
         limiter = DatabaseRateLimiter(db, settings.rate_per_minute, settings.rate_burst)
+    elif settings.rate_store == "redis":
+        limiter = RedisRateLimiter.from_url(settings.redis_url, settings.rate_per_minute, settings.rate_burst)
     else:
         limiter = TokenBucketLimiter(settings.rate_per_minute, settings.rate_burst)
     return ServerState(settings=settings, db=db, services=services, limiter=limiter,

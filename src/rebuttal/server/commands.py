@@ -50,7 +50,7 @@ def serve_command(
     max_request_bytes: Annotated[int | None, typer.Option(help="largest request body")] = None,
     rate_per_minute: Annotated[float | None, typer.Option(help="requests per minute per key")] = None,
     rate_burst: Annotated[int | None, typer.Option(help="requests a key may send at once")] = None,
-    rate_store: Annotated[str | None, typer.Option(help="database (shared by all workers; default) | memory")] = None,
+    rate_store: Annotated[str | None, typer.Option(help="database (shared by all workers; default) | redis (REBUTTAL_REDIS_URL) | memory")] = None,
     cors_origin: Annotated[list[str] | None, typer.Option(help="allow this browser origin (repeat); CORS is off without it")] = None,
     cookie_secure: Annotated[bool, typer.Option(help="Secure reviewer cookie (serving over HTTPS)")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",

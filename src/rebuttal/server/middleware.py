@@ -92,6 +92,18 @@ def install_error_handlers(app) -> None:
 
     for error in (OperationalError, InterfaceError, PoolTimeout):
         app.add_exception_handler(error, _database_down)
+    async def _rate_store_down(request, exc):
+        log.warning("rate-limit store unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        return JSONResponse(error_body(503, "the rate-limit store is unavailable; retry shortly", retry_after_s=DB_RETRY_S),
+                            status_code=503, headers={"Retry-After": str(DB_RETRY_S)})
+
+    try:  # the Redis rate store is optional
+        from redis.exceptions import ConnectionError as RedisDown, TimeoutError as RedisTimeout
+    except ImportError:
+        pass
+    else:
+        for error in (RedisDown, RedisTimeout):
+            app.add_exception_handler(error, _rate_store_down)
 
     @app.exception_handler(Exception)
     async def _unexpected(request, exc):

@@ -73,3 +73,45 @@ class DatabaseRateLimiter:
             except IntegrityError:
                 continue
         return 1.0
+
+
+class RedisRateLimiter:
+    """The same token bucket in Redis (`--rate-store redis`, `REBUTTAL_REDIS_URL`), for
+    deployments that already run one: a hash per key, updated in an optimistic transaction
+    (WATCH/MULTI), so concurrent workers never both take the last token. Buckets expire once
+    they would be full again. A Redis outage surfaces as a 503 like a database outage."""
+
+    def __init__(self, client, per_minute: float, burst: int, clock=time.time, prefix: str = "rebuttal:rate:"):
+        self.client, self.rate, self.burst, self.clock, self.prefix = client, per_minute / 60.0, float(burst), clock, prefix
+
+    @classmethod
+    def from_url(cls, url: str, per_minute: float, burst: int) -> RedisRateLimiter:
+        from rebuttal.optional import require
+
+        redis = require("redis", "server-redis")
+        return cls(redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2), per_minute, burst)
+
+    def acquire(self, key: str, cost: float = 1.0) -> float:
+        from redis.exceptions import WatchError
+
+        name = self.prefix + key
+        for _ in range(5):  # lost races are retried; each retry reads the new state
+            with self.client.pipeline() as pipe:
+                try:
+                    pipe.watch(name)
+                    tokens, updated = pipe.hmget(name, "tokens", "updated")
+                    now = self.clock()
+                    last = float(updated) if updated is not None else now
+                    available = self.burst if tokens is None else min(
+                        self.burst, float(tokens) + max(0.0, now - last) * self.rate)
+                    if available < cost:
+                        pipe.unwatch()
+                        return (cost - available) / self.rate
+                    pipe.multi()
+                    pipe.hset(name, mapping={"tokens": available - cost, "updated": max(now, last)})
+                    pipe.expire(name, max(1, int(self.burst / self.rate) + 1))
+                    pipe.execute()
+                    return 0.0
+                except WatchError:
+                    continue
+        return 1.0

@@ -21,8 +21,9 @@ class ServerSettings(BaseModel):
     max_text_chars: int = Field(5000, ge=1, description="characters per post")
     rate_per_minute: float = Field(60.0, gt=0, description="requests per minute per API key")
     rate_burst: int = Field(20, ge=1, description="requests a key may send at once")
-    rate_store: Literal["database", "memory"] = Field(
-        "database", description="where token buckets live: the database (shared by all workers) or this process")
+    rate_store: Literal["database", "redis", "memory"] = Field(
+        "database", description="where token buckets live: the database or Redis (shared by all workers) or this process")
+    redis_url: str = Field("redis://localhost:6379/0", description="Redis for rate_store=redis")
     cors_origins: list[str] = Field(default_factory=list, description="empty = CORS off")
     job_poll_s: float = Field(1.0, gt=0, description="how often the batch worker checks for work")
     max_item_attempts: int = Field(3, ge=1, description="restarts an item survives before it fails")
@@ -47,8 +48,9 @@ class ServerSettings(BaseModel):
         for env, name in config.SERVER_NUMBERS.items():
             if config.env(env):
                 values[name] = config.env(env)
-        if config.env(config.RATE_STORE):
-            values["rate_store"] = config.env(config.RATE_STORE)
+        for env, name in ((config.RATE_STORE, "rate_store"), (config.REDIS_URL, "redis_url")):
+            if config.env(env):
+                values[name] = config.env(env)
         if config.env_list(config.CORS_ORIGINS):
             values["cors_origins"] = config.env_list(config.CORS_ORIGINS)
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rebuttal.server.db import Database
 from rebuttal.server.jobs import JobWorker
-from rebuttal.server.ratelimit import DatabaseRateLimiter, TokenBucketLimiter
+from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, TokenBucketLimiter
 from rebuttal.server.services import Services
 from rebuttal.server.settings import ServerSettings
 
@@ -33,7 +33,7 @@ class ServerState:
     settings: ServerSettings
     db: Database
     services: Services
-    limiter: TokenBucketLimiter | DatabaseRateLimiter
+    limiter: TokenBucketLimiter | DatabaseRateLimiter | RedisRateLimiter
     worker: JobWorker
     schema_version: int
     templates: object

@@ -14,7 +14,7 @@ import hmac
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from rebuttal.server import review
 from rebuttal.server.auth import Caller, verify_key
@@ -36,12 +36,13 @@ def _csrf(key: str) -> str:
     return hmac.new(key.encode(), b"rebuttal-review-form", hashlib.sha256).hexdigest()
 
 
-def _reviewer(request: Request) -> tuple[Caller, str] | HTMLResponse | None:
-    """(caller, key) for a signed-in review/admin key, a 403 page for a submit key, else None."""
+def _reviewer(request: Request) -> tuple[Caller, str] | Response:
+    """(caller, key) for a signed-in review/admin key; otherwise the response to send instead:
+    a 403 page for a submit key, the login page when nobody is signed in."""
     key = request.cookies.get(COOKIE)
     who = verify_key(request.app.state.rebuttal.db, key) if key else None
     if who is None:
-        return None
+        return _to_login()
     request.state.key_name, request.state.key_role = who.name, who.role
     if not who.can("review"):
         return _forbidden(request, who)
@@ -107,9 +108,7 @@ def logout():
 @router.get("/review")
 def queue_page(request: Request, status: str = "pending", category: str = "", offset: int = 0):
     signed_in = _reviewer(request)
-    if signed_in is None:
-        return _to_login()
-    if isinstance(signed_in, HTMLResponse):
+    if not isinstance(signed_in, tuple):
         return signed_in
     who, key = signed_in
     status = status if status in review.STATUSES or status == "all" else "pending"
@@ -129,9 +128,7 @@ def queue_page(request: Request, status: str = "pending", category: str = "", of
 @router.get("/review/items/{review_id}")
 def item_page(request: Request, review_id: int, notice: str = ""):
     signed_in = _reviewer(request)
-    if signed_in is None:
-        return _to_login()
-    if isinstance(signed_in, HTMLResponse):
+    if not isinstance(signed_in, tuple):
         return signed_in
     who, key = signed_in
     with request.app.state.rebuttal.db.session() as session:
@@ -147,9 +144,7 @@ def item_page(request: Request, review_id: int, notice: str = ""):
 @router.post("/review/items/{review_id}")
 async def item_action(request: Request, review_id: int):
     signed_in = _reviewer(request)
-    if signed_in is None:
-        return _to_login()
-    if isinstance(signed_in, HTMLResponse):
+    if not isinstance(signed_in, tuple):
         return signed_in
     who, key = signed_in
     form = await _form(request)

@@ -65,8 +65,11 @@ class SparWork:
             return self.parser
         if self.system == "spar-tagger":
             return tagger_parser(self.model_settings)
-        return default_parser(self.model_settings, zero_shot=self.system == "spar-0shot",
-                              lexicon_path=self.lexicon, **self.settings)
+        parser = default_parser(self.model_settings, zero_shot=self.system == "spar-0shot",
+                                lexicon_path=self.lexicon, **self.settings)
+        if self.system == "spar+tagger":
+            parser.tagger = tagger_parser(None)  # --model names the chat model here
+        return parser
 
     def __call__(self):
         parser = self.build_parser()

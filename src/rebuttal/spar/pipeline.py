@@ -14,9 +14,9 @@ from rebuttal.spar.calls import Stage
 from rebuttal.spar.lexicon import Lexicon, load_lexicon
 from rebuttal.spar.reassembly import reassemble
 from rebuttal.spar.roles import Candidate, run_roles
-from rebuttal.spar.segmenter import segment
+from rebuttal.spar.segmenter import Unit, segment
 from rebuttal.spar.settings import SparSettings
-from rebuttal.spar.vocab import NON_HATE, TRACKS, Track, normalize_group
+from rebuttal.spar.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, TRACKS, Track, normalize_group
 from rebuttal.spar.spans import ground_tuples, output_target
 from rebuttal.types import InputError, SparResult, SparTuple, check_post
 
@@ -46,8 +46,11 @@ class SparParser:
     zero-argument factory, called once on first use."""
 
     def __init__(self, model: ChatModel | Callable[[], ChatModel], settings: SparSettings | None = None,
-                 *, lexicon: Lexicon | None = None):
+                 *, lexicon: Lexicon | None = None, tagger=None):
+        """`tagger`: a trained span tagger's parser (`TaggerParser`); its tuples join the role
+        agents' candidates as a fourth role, so the auditor weighs them like any other role."""
         self.settings = settings or SparSettings()
+        self.tagger = tagger
         self._model = model if isinstance(model, ChatModel) else None
         self._factory = None if isinstance(model, ChatModel) else model
         self._lock = threading.Lock()
@@ -65,7 +68,11 @@ class SparParser:
 
     @property
     def system(self) -> str:
-        return self.settings.system
+        return self.settings.system + ("+tagger" if self.tagger is not None and not self.settings.zero_shot else "")
+
+    @property
+    def active_roles(self) -> tuple[str, ...]:
+        return (*self.settings.roles, TAGGER_ROLE) if self.tagger is not None else self.settings.roles
 
     def parse(self, text: object, lang: str = "en", track: str | None = None, id: str | None = None) -> SparResult:
         return self.parse_detailed(text, lang=lang, track=track, id=id).result
@@ -115,9 +122,13 @@ class SparParser:
         role_stage = Stage("roles")
         stages.append(role_stage)
         results = run_roles(self.model, [(u, r, "") for u in units for r in s.roles], track, s, lexicon, role_stage)
+        if self.tagger is not None:
+            tagged = self.tagger.parse(post, lang=Track(track).lang, track=track).tuples
+            results.update(tagger_candidates(units, tagged))
+            role_stage.note(f"tagger: {len(tagged)} tuples")
         audits = []
         for unit in units:
-            candidates = [c for r in s.roles for c in (results.get((unit.group_id, r)) or [])]
+            candidates = [c for r in self.active_roles for c in (results.get((unit.group_id, r)) or [])]
             missing = [r for r in s.roles if results.get((unit.group_id, r)) is None]
             audits.append(UnitAudit(unit=unit, candidates=candidates, missing_roles=missing))
         detail.audits = audits
@@ -129,12 +140,12 @@ class SparParser:
                 audit.tuples = [raw_tuple(c, track) for c in audit.candidates if c.argument.strip()]
         else:
             for audit in audits:
-                audit_unit(audit, post, track, s.roles, s)
+                audit_unit(audit, post, track, self.active_roles, s)
             if s.regenerate:
                 self._regenerate(post, track, audits, lexicon, stages)
             conflicts = [a for a in audits if a.lane == "conflict"]
             if conflicts and s.use_arbiter:
-                arbitrate(self.model, conflicts, post, track, s, s.roles, audit_stage)
+                arbitrate(self.model, conflicts, post, track, s, self.active_roles, audit_stage)
             for audit in audits:
                 audit.selected = select(audit, s)
                 audit.confidence = confidence(audit.clusters)
@@ -194,8 +205,24 @@ class SparParser:
             if role in audit.missing_roles:
                 audit.missing_roles.remove(role)
         for audit in {a.unit.group_id: a for a in (by_unit[u.group_id] for u, _, _ in jobs)}.values():
-            audit_unit(audit, post, track, s.roles, s)
+            audit_unit(audit, post, track, self.active_roles, s)
             stage.note(f"{audit.unit.group_id}: regenerated {','.join(audit.regenerated)} -> lane={audit.lane}")
+
+
+TAGGER_ROLE = "tagger"
+
+
+def tagger_candidates(units: list[Unit], tuples: list[SparTuple]) -> dict[tuple[str, str], list[Candidate]]:
+    """The tagger's tuples as candidates of a fourth role, each in the first unit whose text
+    holds its argument (the tagger reads the whole post; the roles read one unit each)."""
+    found: dict[tuple[str, str], list[Candidate]] = {(u.group_id, TAGGER_ROLE): [] for u in units}
+    for t in tuples:
+        unit = next((u for u in units if t.argument and t.argument in u.group_text), units[0])
+        target = IMPLICIT_TARGET if t.target == OUTPUT_IMPLICIT else t.target
+        found[(unit.group_id, TAGGER_ROLE)].append(Candidate(
+            role=TAGGER_ROLE, group_id=unit.group_id, target=target, argument=t.argument, label=t.label,
+            group=t.group, rationale="trained span tagger"))
+    return found
 
 
 def raw_tuple(c: Candidate, track: str) -> SparTuple:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROLES = ("victim", "moderator", "bystander")
-SYSTEMS = ("spar", "spar-0shot", "spar-tagger")  # the full pipeline, the 0-shot baseline, the trained tagger
+# The full pipeline, the 0-shot baseline, the trained tagger alone, the pipeline with the tagger as a fourth role.
+SYSTEMS = ("spar", "spar-0shot", "spar-tagger", "spar+tagger")
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from rebuttal.types import HateType
 
-BANK_DIR = Path(__file__).resolve().parents[1] / "memory" / "data"
+BANK_DIR = Path(__file__).resolve().parent / "data"
 BANK_FILES = ("exemplars_factual.jsonl", "exemplars_normative.jsonl")
 
 # Our field -> the names it may have in a source file, first match wins.

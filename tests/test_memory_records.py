@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rebuttal.data.factualcs import (
+from rebuttal.memory.records import (
     DatasetError,
     MemoryRecord,
     default_bank_paths,

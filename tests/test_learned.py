@@ -1,0 +1,67 @@
+"""The learned analyst parts: the hate gate (save/load, `sure`, thresholds) and the shipped
+category model and gate on sentences whose answer is not in doubt."""
+
+import numpy as np
+import pytest
+
+from rebuttal.learned import CategoryModel, HateGate
+from rebuttal.learned.gate import LanguageGate, train_language_gate
+from rebuttal.learned.text import language
+from rebuttal.learned.train import sure_cut
+from rebuttal.types import HateType
+
+
+def test_sure_cut_is_the_lowest_score_few_benign_cases_reach():
+    scores = np.array([0.95, 0.9, 0.8, 0.7, 0.92, 0.3, 0.6, 0.65, 0.72, 0.2, 0.1, 0.05])
+    hateful = [True] * 4 + [False] * 8  # benign: 0.92, 0.3, 0.6, 0.65, 0.72, 0.2, 0.1, 0.05
+    assert sure_cut(scores, hateful, threshold=0.5, max_fpr=0.25) == 0.66  # 2 of 8 benign (0.72, 0.92) reach it
+    assert sure_cut(scores, hateful, threshold=0.5, max_fpr=0.125) == 0.73  # only 0.92 left
+    assert sure_cut(scores, hateful, threshold=0.5, max_fpr=0.0) == 0.93
+    assert sure_cut(np.array([0.99, 0.995]), [True, False], threshold=0.5, max_fpr=0.0) == 1.01  # never
+
+
+def test_gate_round_trip_keeps_sure_and_reads_gates_saved_without_it(tmp_path):
+    texts = ["you people are vermin", "they should all be deported", "lovely weather today", "my neighbour bakes bread"] * 5
+    labels = [True, True, False, False] * 5
+    zh = train_language_gate(["他们都是垃圾", "今天天气很好"] * 5, [True, False] * 5, "zh", None)
+    en = train_language_gate(texts, labels, "en", None, threshold=0.5)
+    en.sure = 0.83
+    path = HateGate({"en": en, "zh": zh}, {"note": "test"}).save(tmp_path / "gate.npz")
+    loaded = HateGate.load(path)
+    assert loaded.gates["en"].sure == pytest.approx(0.83) and loaded.gates["zh"].sure == pytest.approx(1.01)
+    assert loaded.meta == {"note": "test"}
+    (high, gate, lang), (low, _, _) = loaded.scores(["you people are vermin", "lovely weather today"])
+    assert lang == "en" and gate is loaded.gates["en"] and high > 0.5 > low
+    old = {k: v for k, v in np.load(path).items()}
+    old["en_head"] = old["en_head"][:3]  # a gate saved before `sure` existed
+    np.savez(tmp_path / "old.npz", **old)
+    assert HateGate.load(tmp_path / "old.npz").gates["en"].sure == 1.01
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from rebuttal.llm.embeddings import load_minilm
+
+    return load_minilm()
+
+
+def test_shipped_gate_separates_plain_cases(minilm):
+    gate = HateGate.load()
+    assert 0 < gate.gates["en"].threshold < gate.gates["en"].sure <= 1.01
+    texts = ["Immigrants are vermin and should be exterminated.", "I had a lovely lunch with my colleagues today."]
+    (hate, g, _), (benign, _, _) = gate.scores(texts, minilm.encode(texts))
+    assert hate >= g.threshold > benign
+    (zh_hate, zh_gate, lang), = gate.scores(["这些黑鬼都是垃圾，滚出中国"])
+    assert lang == "zh" and zh_hate >= zh_gate.threshold
+    assert language("今天天气很好") == "zh" and language("fine weather") == "en"
+
+
+def test_shipped_category_model_on_unambiguous_posts(minilm):
+    from rebuttal.memory import Memory
+
+    model, memory = CategoryModel.load(), Memory.default()
+    texts = ["Immigrants are rats and vermin, a disease infesting our cities.",
+             "The Jews secretly plan to control the world's banks and replace us."]
+    scores = [memory.query(t).scores for t in texts] if model.uses_memory else None
+    predicted = [category for category, _, _ in model.predict(texts, minilm.encode(texts), scores)]
+    assert predicted == [HateType.dehumanization, HateType.conspiracy]
