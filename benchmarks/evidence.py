@@ -180,8 +180,8 @@ def main() -> None:
     starter = read_passages(starter_corpus_path())
     queries = OFF_TOPIC[:5] + [p.keywords[0] for p in starter[:45] if p.keywords]
     report = header("Evidence store benchmark",
-                    split="silver FactualCS train (retrieval quality, relevance floor); starter corpus and a "
-                          "synthetic 20k corpus (latency)",
+                    split="silver FactualCS train (retrieval quality, relevance floor); starter corpus"
+                          + ("" if args.skip_20k else " and a synthetic 20k corpus") + " (latency)",
                     model="none (no chat model)", memory="all-MiniLM-L6-v2 encoder on CPU, BM25 (bm25s)")
     if (args.shared / "factualcs-silver" / "train.jsonl").exists():
         lines, _ = quality(args.shared)

@@ -130,7 +130,7 @@ def first_draft_failures(rows: dict[str, dict]) -> Counter:
     counts: Counter = Counter()
     for row in rows.values():
         notes = [n for s in row["trace"]["steps"] if s["stage"] == "generator" for n in s["notes"]]
-        first = next((n for n in notes if n.startswith("draft 1: ")), "")
+        first = next((n for n in notes if n.startswith(("draft 1: failed ", "draft 1: all checks"))), "")
         if first.startswith("draft 1: failed "):
             counts.update(first.removeprefix("draft 1: failed ").split(", "))
     return counts
@@ -167,8 +167,9 @@ def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
     grades = load_grades()
     if not grades:
         return ["No grades yet (benchmarks/grades/fire-dev.jsonl is absent)."]
-    lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable among status ok | "
-             "off-topic or contradicting with status ok |", "|---|---|" + "---|" * (len(VERDICTS) + 3)]
+    lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable per post (no reply = not usable) "
+             "| usable among status ok | off-topic or contradicting with status ok |",
+             "|---|---|" + "---|" * (len(VERDICTS) + 4)]
     for name, rows in systems.items():
         keys = {i: blind_key(name, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
         graded = {i: grades[k] for i, k in keys.items() if k in grades}
@@ -177,7 +178,8 @@ def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
         ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
         bad_ok = sum(any(w in g.get("why", "") for w in ("off-topic", "contradict")) for g in ok.values())
         lines.append(f"| {name} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
-                     + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {ok_usable}/{len(ok)} | {bad_ok} |")
+                     + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
+                     f"| {ok_usable}/{len(ok)} | {bad_ok} |")
     return lines
 
 
@@ -211,13 +213,15 @@ def report(args) -> None:
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model and hate gate")
     lines += ["## All FIRE items (shipped defaults)", "", *system_table({"fire": fire_all}, gold), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
-              f"## Same {args.graded} items, same run: FIRE vs single-call baselines", "",
+              f"## Same {args.graded} items: FIRE vs single-call baselines (same machine, one run after the other)", "",
               *system_table(same_items, gold), "",
               f"Median latency FIRE / retrieval baseline: **{f50 / r50:.2f}** (target <= 1.5).", "",
               "## Blind grade with the reply rubric (shared/docs/reply-rubric.md)", "",
               "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "
               "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
-              "Not an independent human judgement.", "", *grade_table(same_items), "",
+              "Not an independent human judgement. A grade is bound to the reply's text "
+              "(benchmarks/grades/fire-dev.jsonl), so a rerun that writes the same text keeps its grade and "
+              "a changed text is graded afresh.", "", *grade_table(same_items), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",
               "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
               "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",

@@ -84,9 +84,9 @@ def main() -> None:
     completion = statistics.mean(p["completion"] for p in posts)
     lines += ["", f"## Assumed throughput and price; 1M posts at the measured mean "
               f"({prompt:.0f} prompt + {completion:.0f} completion tokens per post)", "",
-              "Decode (completion tokens) bounds a small model on vLLM; prefill of a ~1.5k-token prompt "
-              "costs ~10-20x less per token and the shared prefix is cached, so the estimate charges "
-              "completion tokens at the published output rate and adds 15% for prefill.", "",
+              f"Decode (completion tokens) bounds a small model on vLLM; prefill of a ~{prompt:.0f}-token prompt "
+              "costs ~10-20x less per token (and vLLM caches the system text the analyst calls share), so the "
+              "estimate charges completion tokens at the published output rate and adds 15% for prefill.", "",
               "| scenario | output tok/s per GPU | GPU-hours for 1M posts | posts/s per GPU | cost at $/GPU-h |",
               "|---|---|---|---|---|"]
     for name, (rate, price) in THROUGHPUT.items():

@@ -35,8 +35,6 @@ PAPERS = [
     "- SPAR-Hate paper (14B, prompted, its own test split): en-main avg 37.51, zh-main avg 32.82.",
     "- STATE-ToxiCN paper (its test split, hard/soft): mT5-base LoRA target 59.2/70.6, argument 28.6/67.0, "
     "pair 23.3/55.9, quad 16.6/38.6; GPT-4o 2-shot quad 9.0/23.3.",
-    "- This project's own 12-post runs of the embedded 1.5B model (benchmarks/results/spar.md, a different "
-    "sample): spar en-main avg 9.60, zh-main avg 26.00; spar-0shot en-main 0.00, zh-main 25.00.",
 ]
 
 
@@ -96,8 +94,9 @@ def markdown(rows: list[dict], data: Path) -> str:
     for r in rows:
         lines += [f"### {r['track']} · `{r['folder'].name}`: {describe(r)}", "", format_report(r["report"])]
     lines += ["## Reference numbers (other splits, for orientation only)", "", *PAPERS, "",
-              "spar-0shot, SPAR (LLM) and SPAR + tagger were not run on these dev splits here (no chat-model "
-              "runs were allowed on the shared machine); the issue's comparison on this split is still open.", ""]
+              "spar-0shot, SPAR (LLM) and SPAR with the tagger as a fourth role on posts of these same dev "
+              "splits: benchmarks/results/spar.md (`benchmarks/spar.py`, a 12-post sample per language: the "
+              "1.5B model takes ~30 s a post).", ""]
     return "\n".join(lines)
 
 

@@ -119,3 +119,41 @@ def test_missing_backend_has_install_hint(monkeypatch):
     with pytest.raises(MissingBackend, match=r"pip install 'rebuttal\[llama\]'"):
         require("definitely_not_here", "llama")
     importlib.invalidate_caches()
+
+
+def test_schema_form_fallback_holds_under_concurrent_calls():
+    """A server that refuses the json_schema form (llama-cpp-python's: HTTP 500) and takes the
+    json_object form: concurrent first calls all succeed, and the model switches form once."""
+    import json
+    import threading
+
+    import httpx
+
+    class Answer(BaseModel):
+        reply: str
+
+    forms, barrier = [], threading.Barrier(4)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        form = json.loads(request.content)["response_format"]["type"]
+        forms.append(form)
+        if form == "json_schema":
+            barrier.wait(timeout=5)  # every thread's first request is in flight before any refusal
+            refusal = "('body', 'response_format', 'type'): Input should be 'text' or 'json_object'"
+            return httpx.Response(500, json={"error": {"message": refusal}})
+        body = {"choices": [{"message": {"content": '{"reply": "fine"}'}}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+        return httpx.Response(200, json=body)
+
+    model = OpenAICompatModel("m", "http://test/v1", max_retries=3, backoff_s=0.01)
+    model._client = httpx.Client(transport=httpx.MockTransport(handler))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        model.generate([{"role": "user", "content": "hi"}], schema=Answer).parsed)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.reply for r in results] == ["fine"] * 4
+    assert forms.count("json_schema") == 4 and model.schema_form == "json_object"  # a refusal is not retried
+    assert model.generate([{"role": "user", "content": "again"}], schema=Answer).parsed.reply == "fine"
+    assert forms[-1] == "json_object" and forms.count("json_schema") == 4  # no more refused calls

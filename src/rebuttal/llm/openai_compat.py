@@ -56,7 +56,7 @@ class OpenAICompatModel(ChatModel):
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
-    def _payload(self, messages, json_schema, max_tokens, temperature, seed, stop) -> dict:
+    def _payload(self, messages, json_schema, max_tokens, temperature, seed, stop, form: str) -> dict:
         payload: dict[str, Any] = {
             "model": self.name,
             "messages": list(messages),
@@ -67,7 +67,7 @@ class OpenAICompatModel(ChatModel):
         }
         if stop:
             payload["stop"] = stop
-        if json_schema is not None and self.schema_form == "json_object":
+        if json_schema is not None and form == "json_object":
             payload["response_format"] = {"type": "json_object", "schema": json_schema}
         elif json_schema is not None:
             payload["response_format"] = {
@@ -78,17 +78,15 @@ class OpenAICompatModel(ChatModel):
 
     def _complete(self, messages, *, json_schema, max_tokens, temperature, seed, stop):
         args = (messages, json_schema, max_tokens, temperature, seed, stop)
+        form = self.schema_form  # read once: other threads may switch it while this call runs
         try:
-            return self._post(self._payload(*args))
+            return self._post(self._payload(*args, form))
         except ServerRefused:
-            if json_schema is None or self.schema_form == "json_object":
+            if json_schema is None or form == "json_object":
                 raise
-            self.schema_form = "json_object"
-            try:
-                return self._post(self._payload(*args))
-            except LLMError:
-                self.schema_form = "json_schema"  # not the form's fault: report the failure
-                raise
+            result = self._post(self._payload(*args, "json_object"))
+            self.schema_form = "json_object"  # only once the other form worked
+            return result
 
     def _post(self, payload: dict) -> tuple[str, Usage]:
         url = f"{self.base_url}/chat/completions"
@@ -104,7 +102,8 @@ class OpenAICompatModel(ChatModel):
             except httpx.TransportError as exc:
                 last_error, refused = f"connection failed: {exc}", False
                 continue
-            if response.status_code in RETRY_STATUS:
+            # A 500 about response_format is the server refusing the schema form, not a hiccup.
+            if response.status_code in RETRY_STATUS and "response_format" not in response.text:
                 last_error, refused = f"HTTP {response.status_code}: {response.text[:200]}", True
                 continue
             if response.status_code >= 400:
