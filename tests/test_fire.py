@@ -388,3 +388,27 @@ def test_evidence_about_something_else_is_not_given_to_the_generator(memory):
     assert result.evidence == [] and result.status == "ok" and result.trace.flags == []
     assert "Do not cite numbers, studies or sources" in model.calls[1]["messages"][-1]["content"]
     assert any("not about the post, dropped: ev-9" in n for n in result.trace.steps[2].notes)
+
+
+class FixedCategoryModel:
+    """A category model that always answers `stereotype` with the given confidence."""
+
+    uses_memory, ambiguous_below = False, 0.6
+
+    def __init__(self, confidence):
+        self.confidence = confidence
+
+    def predict(self, texts, vectors, scores=None):
+        return [(HateType.stereotype, self.confidence, {t: float(t == HateType.stereotype) for t in HateType})
+                for _ in texts]
+
+
+@pytest.mark.parametrize("confidence,move", [(0.4, "uncertain"), (0.9, "stereotype")])
+def test_an_unsure_category_gets_the_neutral_move(memory, confidence, move):
+    reply = {"claim": "the claim", "reply": "People in any group differ from one another in every way."}
+    model = ScriptedChatModel([analysis("stereotype", query=None), reply])
+    fire = FirePipeline(model, memory, ListSearcher(), settings_for(), encoder=SameVector(),
+                        category_model=FixedCategoryModel(confidence))
+    result = fire.respond("Immigrants are always bad")
+    assert result.analysis.category == HateType.stereotype and result.status == "ok"
+    assert moves()[move] in model.calls[1]["messages"][-1]["content"]

@@ -19,6 +19,7 @@ class Assessment:
     votes: list[CategoryVote]
     category: HateType | None  # the combined category; None without any learned component
     confidence: float | None
+    uncertain: bool  # the category model's confidence is below its ambiguity cut
     view: MemoryView | None
     query: object | None  # the MemoryQuery, for its exemplars
 
@@ -59,6 +60,7 @@ class Assessor:
             view = query.view()
             votes.append(_vote("memory", _memory_probabilities(query.scores)))
         category = confidence = None
+        uncertain = False
         notes_extra = ""
         if self.category_model is not None and vector is not None:
             scores = None
@@ -67,7 +69,8 @@ class Assessor:
                 scores = [(own or self.category_memory.query(post)).scores]
             category, confidence, probabilities = self.category_model.predict([post], vector, scores)[0]
             votes.append(_vote("classifier", probabilities))
-            if confidence < self.category_model.ambiguous_below:
+            uncertain = confidence < self.category_model.ambiguous_below
+            if uncertain:
                 notes_extra = f"uncertain category: confidence below {self.category_model.ambiguous_below:.2f}"
         elif view is not None:
             category, confidence = view.predicted, view.purity
@@ -81,7 +84,8 @@ class Assessor:
             notes.append(f"gate {gate.score:.2f} vs threshold {gate.threshold:.2f}: "
                          + ("hateful" if gate.hateful else "not hateful"))
         trace.add(TraceStep(stage="assessor", latency_s=time.perf_counter() - started, attempts=0, notes=notes))
-        return Assessment(vector[0] if vector is not None else None, gate, votes, category, confidence, view, query)
+        return Assessment(vector[0] if vector is not None else None, gate, votes, category, confidence, uncertain,
+                          view, query)
 
     def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
         if self.gate is None:

@@ -45,6 +45,11 @@ def words(text: str) -> list[str]:
 
 # ------------------------------------------------------------------ evidence and the claim
 
+def longest_run(source: list[str], reply: list[str]):
+    """The longest run of words `reply` shares with `source` (difflib Match: a, b, size)."""
+    return SequenceMatcher(None, source, reply, autojunk=False).find_longest_match()
+
+
 def citation_problem(text: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
     unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
     if not unknown:
@@ -78,7 +83,7 @@ def restated_run(reply: str, post: str) -> str | None:
     post_words, reply_words = words(post), words(reply)
     if not post_words or not reply_words:
         return None
-    match = SequenceMatcher(None, post_words, reply_words, autojunk=False).find_longest_match()
+    match = longest_run(post_words, reply_words)
     needed = min(RESTATE_MIN_WORDS, max(4, int(0.8 * len(post_words))))  # short posts: most of it
     if match.size < needed:
         return None
@@ -120,7 +125,7 @@ def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: in
     reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
     used = []
     for number, item in enumerate(evidence, 1):
-        shared = SequenceMatcher(None, words(item.text), reply_words, autojunk=False).find_longest_match()
+        shared = longest_run(words(item.text), reply_words)
         if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
             used.append(number)
     return used
@@ -172,7 +177,7 @@ def meta_problem(text: str, instructions: str = "") -> Problem | None:
     if found or not instructions:
         return found
     reply_words, told = words(text), words(instructions)
-    run = SequenceMatcher(None, told, reply_words, autojunk=False).find_longest_match()
+    run = longest_run(told, reply_words)
     if run.size >= ECHO_MIN_WORDS:
         copied = " ".join(told[run.a : run.a + run.size])
         return Problem("meta", f'it copies its instructions ("{copied[:80]}"); write only the reply itself')

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -62,6 +63,7 @@ def moves() -> dict[str, str]:
     return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
 
 
+@lru_cache(maxsize=1)
 def instructions() -> str:
     """Everything the generator's prompts tell the model, for the echo check (a reply that
     recites its instructions, seen on silver dev: "Show how different the people ...")."""

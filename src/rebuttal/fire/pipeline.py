@@ -140,14 +140,10 @@ class FirePipeline:
             result.reply = self.generator.run(
                 result.text, analysis, result.evidence, result.trace,
                 adapt=self._adaptable(assessment, analysis.category), post_vector=assessment.vector,
-                uncertain=self._uncertain(analysis),
+                # Below the ambiguity cut the category is right about half the time (analyst.md):
+                # too often to let a category-specific move shape the reply.
+                uncertain=assessment.uncertain and analysis.category == assessment.category,
             )
-
-    def _uncertain(self, analysis: Analysis) -> bool:
-        """Below the category model's ambiguity cut its category is right about half the time
-        (analyst.md), too often to let a category-specific move shape the reply."""
-        model = self.assessor.category_model
-        return model is not None and analysis.confidence is not None and analysis.confidence < model.ambiguous_below
 
     def _not_hateful(self, result: FireResult, assessment: Assessment) -> None:
         gate = assessment.gate
