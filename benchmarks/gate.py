@@ -1,16 +1,19 @@
 """The hate gate on the HateCheck dev halves (English and Mandarin): hateful recall and the
 false-positive rate on non-hateful cases, per functionality. Results: benchmarks/results/gate.md.
 
-    python benchmarks/gate.py
+    python benchmarks/gate.py                                   # the shipped gate
+    python benchmarks/gate.py --compare runs/gate-head/gate.npz  # beside another trained gate
 
 The shipped gate is trained on these dev halves, so scoring it on them would be in-sample. The
 honest estimate is template-held-out cross-validation: each fold's gate is trained on the
 corpora plus the other templates' cases and scores the held-out templates with the shipped
-threshold. The in-sample figures are printed beside it, labelled.
+threshold (`rebuttal learned train-gate` records these scores in the gate it ships). The
+in-sample figures are printed beside them, labelled.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +26,7 @@ from provenance import header  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "gate.md"
+SILVER_DEV = DATA / "factualcs-silver" / "dev.jsonl"
 
 
 def rates(rows, scores, threshold) -> tuple[float, float, int, int]:
@@ -34,41 +38,86 @@ def rates(rows, scores, threshold) -> tuple[float, float, int, int]:
 
 
 def main() -> None:
-    from rebuttal.learned import HateGate, datasets
-    from rebuttal.learned.train import _encode, _template_folds
+    import argparse
 
+    from rebuttal.learned import HateGate, datasets
+    from rebuttal.learned.gate import SHIPPED
+    from rebuttal.llm.embeddings import load_minilm
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compare", action="append", default=[], metavar="GATE.npz",
+                        help="another gate from `rebuttal learned train-gate` to report beside the shipped one")
+    args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"needs the shared data at {DATA}")
-    gate = HateGate.load()
+    gates = {"shipped": HateGate.load(SHIPPED), **{Path(path).parent.name: HateGate.load(path) for path in args.compare}}
+    kinds = {name: {lang: info.get("model", "linear") for lang, info in g.meta["languages"].items()}
+             for name, g in gates.items()}
     lines = header("Hate gate on the HateCheck dev halves", split="HateCheck dev half (English) and Multilingual "
-                   "HateCheck dev half (Mandarin); template-held-out 5-fold cross-validation (the shipped gate "
-                   "itself trained on these halves)", model="none (the gate alone; FIRE adds the LLM's vote)",
-                   memory="all-MiniLM-L6-v2 vectors (English); character n-grams (Chinese)")
+                   "HateCheck dev half (Mandarin), template-held-out 5-fold cross-validation (the gates train on "
+                   "these halves); silver dev round 1 (hateful posts FIRE must answer; no gate trains on it)",
+                   model="none (the gate alone; FIRE adds the LLM's vote)",
+                   memory="all-MiniLM-L6-v2 (English), character n-grams (Chinese); gates: " + "; ".join(
+                       f"{name}: {os.path.relpath(SHIPPED, ROOT) if name == 'shipped' else path} (en {k['en']}, zh {k['zh']})"
+                       for (name, k), path in zip(kinds.items(), [SHIPPED, *args.compare])))
     lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
-              "| language | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) |",
-              "|---|---|---|---|---|---|"]
+              "Held-out scores are those `rebuttal learned train-gate` records when it trains a gate (the same "
+              "template folds that chose its threshold). `silver dev hateful called hateful`: the share of the "
+              "hateful silver dev round-1 posts at or above the threshold, the gate's recall on the kind of post "
+              "FIRE exists for.", "",
+              "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
+              "| silver dev hateful called hateful |", "|---|---|---|---|---|---|---|---|"]
     tables, bands = [], []
+    encoder = load_minilm()
+    silver = [r for r in datasets.silver_posts([SILVER_DEV]) if r.hateful]
     for lang in ("en", "zh"):
-        corpus, hatecheck = datasets.gate_corpus(DATA, lang), datasets.hatecheck(DATA, lang)
-        vectors = _encode([r.text for r in corpus + hatecheck]) if lang == "en" else None
-        held_out = _template_folds(corpus, hatecheck, vectors, lang, gate.meta.get("c", 4.0))
-        threshold = gate.gates[lang].threshold
-        hc_vectors = vectors[len(corpus):] if vectors is not None else None
-        in_sample = [score for score, _, _ in gate.scores([r.text for r in hatecheck], hc_vectors)]
-        r_out, f_out, _, _ = rates(hatecheck, held_out, threshold)
-        r_in, f_in, _, _ = rates(hatecheck, in_sample, threshold)
-        lines.append(f"| {lang} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | {r_in:.3f} | {f_in:.3f} |")
-        tables += functionality_table(lang, hatecheck, held_out, threshold)
-        bands.append(band_row(lang, hatecheck, held_out, gate.gates[lang]))
+        hatecheck = datasets.hatecheck(DATA, lang)
+        texts = [r.text for r in hatecheck]
+        vectors = encoder.encode(texts)
+        for name, gate in gates.items():
+            if name != "shipped" and kinds[name][lang] == kinds["shipped"][lang]:
+                continue  # the same kind of model for this language: the shipped rows stand for it
+            held_out = recorded_held_out(gate, lang, hatecheck, name)
+            threshold = gate.gates[lang].threshold
+            in_sample = [score for score, _, _ in gate.scores(texts, vectors, encoder)]
+            label = f"{name} ({kinds[name][lang]})"
+            lines.append(row(lang, label, hatecheck, held_out, in_sample, threshold) + silver_recall(gate, silver, lang, encoder))
+            tables += functionality_table(f"{lang}, {label}", hatecheck, held_out, threshold)
+            bands.append(band_row(f"{lang}, {label}", hatecheck, held_out, gate.gates[lang]))
     lines += ["", "## The LLM's veto band", "",
               "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
               "the LLM's \"not hateful\" no longer vetoes (the reply is flagged `gate_llm_disagrees`). `sure` is "
               "chosen at training so that at most 15% of held-out non-hateful cases reach it. Held-out scores:", "",
-              "| language | threshold | sure | non-hateful at >= sure (no veto possible) | non-hateful in the band "
+              "| language, gate | threshold | sure | non-hateful at >= sure (no veto possible) | non-hateful in the band "
               "(the LLM decides) | hateful at >= sure | hateful in the band |", "|---|---|---|---|---|---|---|",
               *bands, "", *tables]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def silver_recall(gate, silver, lang: str, encoder) -> str:
+    from rebuttal.learned.text import language
+
+    texts = [r.text for r in silver if language(r.text) == lang]
+    if not texts:
+        return " n/a (no posts in this language) |"
+    called = sum(score >= g.threshold for score, g, _ in gate.scores(texts, encoder.encode(texts), encoder))
+    return f" {called}/{len(texts)} ({called / len(texts):.2f}) |"
+
+
+def recorded_held_out(gate, lang: str, hatecheck, name: str) -> np.ndarray:
+    scores = gate.meta["languages"][lang].get("held_out_scores")
+    if scores is None or len(scores) != len(hatecheck):
+        sys.exit(f"gate {name} has no held-out scores for {lang}: retrain it with `rebuttal learned train-gate`")
+    return np.array(scores)
+
+
+def row(lang, name, hatecheck, held_out, in_sample, threshold) -> str:
+    r_out, f_out, _, _ = rates(hatecheck, held_out, threshold)
+    if in_sample is None:
+        return f"| {lang} | {name} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | | |"
+    r_in, f_in, _, _ = rates(hatecheck, in_sample, threshold)
+    return f"| {lang} | {name} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | {r_in:.3f} | {f_in:.3f} |"
 
 
 def band_row(lang: str, rows, scores, gate) -> str:

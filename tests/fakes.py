@@ -127,5 +127,5 @@ class FixedGate:
     def __init__(self, score: float, threshold: float = 0.5, sure: float = 1.01):
         self.score, self.threshold, self.sure = score, threshold, sure
 
-    def scores(self, texts, vectors=None):
+    def scores(self, texts, vectors=None, encoder=None):
         return [(self.score, self, "en") for _ in texts]

@@ -182,10 +182,10 @@ def test_citation_of_unretrieved_evidence_is_regenerated_then_flagged(memory):
     result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
     assert result.status == "ok" and result.reply.cited_evidence_ids == ["ev-0001"]
     assert "This time: cite only [1] to [1]." in model.calls[2]["messages"][-1]["content"]  # the re-ask says what to fix
-    model = ScriptedChatModel([analysis("misinformation"), bad, bad])
+    model = ScriptedChatModel([analysis("misinformation"), bad, bad, bad])  # the first draft, then two more
     result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
     assert result.status == "flagged" and "draft_citations" in result.trace.flags
-    assert result.reply.cited_evidence_ids == [] and result.reply.drafts == 2
+    assert result.reply.cited_evidence_ids == [] and result.reply.drafts == 3
 
 
 def test_restating_the_claim_is_rejected():
@@ -373,7 +373,7 @@ def test_off_topic_twice_keeps_a_draft_but_flags_it():
     records = [record(i, HateType.dehumanization, f"they are vermin example {i}") for i in range(4)]
     memory = Memory.build(records, KeywordEncoder(), k=4)
     off = {"claim": "the claim", "reply": "Every example you give is just one example, and they are not all the same."}
-    model = ScriptedChatModel([analysis("dehumanization", query=None), off, off])
+    model = ScriptedChatModel([analysis("dehumanization", query=None), off, off, off])
     result = pipeline(model, memory, encoder=WordEncoder(), adapt=True, adapt_min_similarity=0.5).respond("Immigrants are vermin")
     assert result.status == "flagged" and "draft_relevance" in result.trace.flags
     assert [c.name for c in result.reply.checks if not c.passed] == ["relevance"]
@@ -412,3 +412,16 @@ def test_an_unsure_category_gets_the_neutral_move(memory, confidence, move):
     result = fire.respond("Immigrants are always bad")
     assert result.analysis.category == HateType.stereotype and result.status == "ok"
     assert moves()[move] in model.calls[1]["messages"][-1]["content"]
+
+
+def test_a_reply_cut_off_inside_its_json_keeps_its_complete_sentences(memory):
+    from rebuttal.fire.generator import salvage_reply
+
+    cut = '{"claim": "they are criminals", "reply": "Most migrants obey the law. They work and pay \\"taxes\\". And the'
+    assert salvage_reply(cut).reply == 'Most migrants obey the law. They work and pay "taxes". And the'
+    assert salvage_reply('{"claim": "x", "reply": "Too short') is None  # under the reply's minimum length
+    assert salvage_reply("no json at all") is None
+    model = ScriptedChatModel([analysis("stereotype", query=None), cut[:-4], cut[:-4]])  # the draft, then its re-ask
+    result = pipeline(model, memory).respond("Migrants are criminals")
+    assert result.reply.text == 'Most migrants obey the law. They work and pay "taxes".'
+    assert any("kept" in note for step in result.trace.steps for note in step.notes)

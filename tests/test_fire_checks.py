@@ -107,3 +107,26 @@ def test_a_reply_reciting_its_instructions_fails_meta():
     assert not result["meta"].passed and "copies its instructions" in result["meta"].detail
     fine = "Plenty of Muslim men campaign for women's rights, and many Muslim women lead their communities."
     assert all(r.passed for r in check_draft(fine, post, [], relevance_ran=False, instructions=instructions()))
+
+
+def test_concession_and_overclaim():
+    from rebuttal.fire.coherence import concession_problem, overclaim_problem
+
+    assert concession_problem("While some Muslims may exhibit sexist behaviour, most do not.").check == "concession"
+    assert concession_problem("Some of them do have bad habits, like anyone.")
+    # Acknowledging that readers may disagree or feel uneasy is not granting the claim.
+    assert concession_problem("While some may disagree, migrants pay more in taxes than they receive.") is None
+    assert concession_problem("While some Muslims may face discrimination, banning them is unjust.") is None
+    assert overclaim_problem("Jews have always been kind to everyone.").check == "overclaim"
+    assert overclaim_problem("Hate is never the answer, and people are more than a label.") is None
+
+
+def test_restatement_needs_the_claim_not_just_the_topic():
+    from rebuttal.fire.checks import granted_claim
+
+    post = "The feminist movement is a dangerous force in our country."
+    assert restated_run("The feminist movement is a force for equality.", post) is None  # names the topic only
+    assert restated_run("Yes, the feminist movement is a dangerous force in our country.", post)
+    work = "Women should not be allowed to work."
+    assert granted_claim("While women should not be allowed to work everywhere, most jobs suit them.", work)
+    assert granted_claim("While some may argue that women should not work, teams gain from them.", work) is None

@@ -38,6 +38,40 @@ def test_gate_round_trip_keeps_sure_and_reads_gates_saved_without_it(tmp_path):
     assert HateGate.load(tmp_path / "old.npz").gates["en"].sure == 1.01
 
 
+class MarkerStates:
+    """Token states where the word "vile" sets dimension 0 of its token: a pattern only a model
+    that reads tokens can learn (the test needs no MiniLM)."""
+
+    def token_states(self, texts, max_length):
+        states, mask = np.zeros((len(texts), max_length, 384), np.float16), np.zeros((len(texts), max_length), bool)
+        for row, text in enumerate(texts):
+            for col, word in enumerate(text.split()[:max_length]):
+                mask[row, col] = True
+                states[row, col, 1 + hash(word) % 300] = 1.0
+                states[row, col, 0] = 1.0 if word == "vile" else 0.0
+        return states, mask
+
+
+def test_token_head_gate_learns_from_tokens_and_survives_a_round_trip(tmp_path):
+    from rebuttal.learned.gate_head import MAX_TOKENS, fit_head
+
+    encoder = MarkerStates()
+    texts = [f"{w} people are {a}" for w in ("these", "those", "some", "many") for a in ("vile", "kind", "vile", "tall")] * 4
+    labels = np.array(["vile" in t for t in texts])
+    states, mask = encoder.token_states(texts, MAX_TOKENS)
+    head = fit_head(states, mask, labels, epochs=12)
+    zh = train_language_gate(["他们都是垃圾", "今天天气很好"] * 5, [True, False] * 5, "zh", None)
+    gate = HateGate({"en": LanguageGate(np.zeros(0, np.float32), 0.0, 0.5, False, 0.9, head), "zh": zh})
+    loaded = HateGate.load(gate.save(tmp_path / "gate.npz"))
+    probe = ["others are vile", "others are kind"]
+    before = [p for p, _, _ in gate.scores(probe, encoder=encoder)]
+    after = [p for p, _, _ in loaded.scores(probe, encoder=encoder)]
+    assert after == pytest.approx(before, abs=1e-5) and after[0] > 0.5 > after[1]
+    assert loaded.gates["en"].sure == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="encoder"):
+        loaded.scores(probe)
+
+
 @pytest.fixture(scope="module")
 def minilm():
     from rebuttal.llm.embeddings import load_minilm
@@ -49,7 +83,7 @@ def test_shipped_gate_separates_plain_cases(minilm):
     gate = HateGate.load()
     assert 0 < gate.gates["en"].threshold < gate.gates["en"].sure <= 1.01
     texts = ["Immigrants are vermin and should be exterminated.", "I had a lovely lunch with my colleagues today."]
-    (hate, g, _), (benign, _, _) = gate.scores(texts, minilm.encode(texts))
+    (hate, g, _), (benign, _, _) = gate.scores(texts, minilm.encode(texts), minilm)
     assert hate >= g.threshold > benign
     (zh_hate, zh_gate, lang), = gate.scores(["这些黑鬼都是垃圾，滚出中国"])
     assert lang == "zh" and zh_hate >= zh_gate.threshold

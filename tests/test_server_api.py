@@ -157,6 +157,7 @@ def test_respond_stores_result_trace_and_queues_reply(server):
     assert item["status"] == "pending" and item["category"] == "misinformation" and item["purity"] == 0.8
     assert [e["tier"] for e in item["evidence"]] == ["institutional", "mainstream"]
     assert [(a["actor"], a["action"]) for a in item["audit"]] == [("system", "queued")]
+    assert state.request_log.flush()  # rows are stored by a background thread after each response
     with state.db.session() as session:
         log_row = session.scalars(select(RequestLog).where(RequestLog.path == "/v1/respond")).one()
         assert (log_row.key_name, log_row.status_code, log_row.items) == ("alice", 200, 1)

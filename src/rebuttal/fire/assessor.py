@@ -90,6 +90,6 @@ class Assessor:
     def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
         if self.gate is None:
             return None
-        score, gate, lang = self.gate.scores([post], vector)[0]
+        score, gate, lang = self.gate.scores([post], vector, self.encoder)[0]
         return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=gate.threshold,
                            sure=gate.sure, reason=f"{lang} classifier")

@@ -9,18 +9,17 @@ checks ran and how each went. Relevance needs sentence vectors; the caller compu
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 import numpy as np
 
-from rebuttal.learned.text import CJK, LATIN, language
+from rebuttal.fire.coherence import (
+    Problem, concession_problem, contradiction_problem, longest_run, meta_problem, overclaim_problem,
+    repetition_problem, script_problem, truncation_problem, words,
+)
 from rebuttal.types import CheckResult, EvidenceItem
 
 CITATION = re.compile(r"\[(\d{1,2})\]")
-WORD = re.compile(r"\w+", re.UNICODE)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
 
@@ -29,26 +28,11 @@ RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than ref
 MIN_POST_SIMILARITY = 0.25
 
 
-@dataclass(frozen=True)
-class Problem:
-    check: str
-    message: str  # addressed to the model: what to fix
-
-
 def cited_numbers(text: str) -> list[int]:
     return sorted({int(n) for n in CITATION.findall(text)})
 
 
-def words(text: str) -> list[str]:
-    return [w.lower() for w in WORD.findall(text)]
-
-
 # ------------------------------------------------------------------ evidence and the claim
-
-def longest_run(source: list[str], reply: list[str]):
-    """The longest run of words `reply` shares with `source` (difflib Match: a, b, size)."""
-    return SequenceMatcher(None, source, reply, autojunk=False).find_longest_match()
-
 
 def citation_problem(text: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
     unknown = [n for n in cited_numbers(text) if not 1 <= n <= len(evidence)]
@@ -88,22 +72,30 @@ def restated_run(reply: str, post: str) -> str | None:
     if match.size < needed:
         return None
     copied = " ".join(post_words[match.a : match.a + match.size])
+    if len(content_words(copied)) < 3:  # "the feminist movement is a": naming the topic, not the claim
+        return None
     before = set(reply_words[max(0, match.b - 4) : match.b])  # "the notion that ...", "it is false that ..."
     if before & DISTANCING or any(copied in " ".join(words(q)) for q in re.findall(r'["“«„](.+?)["”»“]', reply)):
         return None
     return copied
 
 
-GRANTED = re.compile(r"\b(?:it\s+is|it's|is\s+it)\s+(?:indeed\s+)?true\s+that\s+([^.;!?]{8,200})", re.IGNORECASE)
+GRANTED = re.compile(r"\b(?:(?:it\s+is|it's|is\s+it)\s+(?:indeed\s+)?true\s+that|while|although|though)\s+([^.;!?,]{8,200})",
+                     re.IGNORECASE)
+REPORTED = re.compile(r"\b(?:some|many|people|they|others)\s+(?:may\s+|might\s+)?(?:argue|claim|say|think|believe|feel)\b",
+                      re.IGNORECASE)
 
 
 def granted_claim(text: str, post: str) -> str | None:
-    """"It is true that X" where X is mostly the post's own content: the reply affirms the
-    claim it should rebut (seen: "While it is true that ... is inherited through blood")."""
+    """"It is true that X" or "While X, ..." where X is mostly the post's own content: the reply
+    affirms the claim it should rebut (seen: "While physical characteristics can be inherited,
+    ..." against a post on malevolence "inherited through blood"). A reported view ("while some
+    may argue that ...") is not granted."""
     post_words = content_words(post)
     for clause in GRANTED.findall(text):
         said = content_words(clause)
-        if len(said) >= 3 and len(said & post_words) / len(said) >= 0.6:
+        shared = said & post_words
+        if len(shared) >= 2 and len(shared) / len(said) >= 0.6 and not REPORTED.search(clause):
             return clause.strip()
     return None
 
@@ -129,102 +121,6 @@ def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: in
         if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
             used.append(number)
     return used
-
-
-# ------------------------------------------------------------------ coherence
-
-CONTRADICTION = re.compile(
-    r"\bnot\s+(?:inherently|necessarily|entirely|completely|just\s+an?)\b"  # half-denials: "not inherently worse"
-    r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern)"
-    r"|\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
-    r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
-    r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
-    r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!])",
-    re.IGNORECASE,
-)
-
-
-def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem | None:
-    found = pattern.search(text)
-    return Problem(check, f'it says "{found.group(0)}"; {advice}') if found else None
-
-
-def contradiction_problem(text: str) -> Problem | None:
-    """A rebuttal that calls the post harmless, respects its claim or only half-denies it
-    contradicts the analysis it rests on. (Conceding a side point, "you're right that ...", is a
-    normal move in human counter-speech and passes.)"""
-    return _found(CONTRADICTION, text, "contradiction",
-                  "disagree with the post plainly, without softening or judging it")
-
-
-META = re.compile(
-    r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+(?:that\s|your\s))"
-    r"|\bthis\s+person\b|\bthe\s+person\s+who\s+(?:wrote|posted)\b|\btarget\s+group\b"
-    r"|\bthe\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b"
-    r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
-    r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
-    r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
-    r"|\b(?:the\s+author's|your)\s+tone\b",
-    re.IGNORECASE,
-)
-
-
-def meta_problem(text: str, instructions: str = "") -> Problem | None:
-    """Talk about the author, their tone or our analysis instead of to the reader; or the
-    prompt's own instructions copied into the reply (6+ words in a row)."""
-    found = _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
-                                       "its tone or any analysis")
-    if found or not instructions:
-        return found
-    reply_words, told = words(text), words(instructions)
-    run = longest_run(told, reply_words)
-    if run.size >= ECHO_MIN_WORDS:
-        copied = " ".join(told[run.a : run.a + run.size])
-        return Problem("meta", f'it copies its instructions ("{copied[:80]}"); write only the reply itself')
-    return None
-
-
-ECHO_MIN_WORDS = 6  # a reply that repeats six words of its prompt in a row is reciting it
-
-
-SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-
-
-def repetition_problem(text: str) -> Problem | None:
-    """A sentence said twice, or one 6-word phrase three times: a decoding loop (human replies
-    repeat short phrases on purpose, "you have the right to ...")."""
-    sentences = [" ".join(words(s)) for s in SENTENCE.findall(text)]
-    sentences = [s for s in sentences if len(s.split()) >= 3]
-    repeated = [s for s, n in Counter(sentences).items() if n > 1]
-    tokens = words(text)
-    grams = Counter(tuple(tokens[i : i + 6]) for i in range(len(tokens) - 5))
-    looping = [g for g, n in grams.items() if n >= 3]
-    if not repeated and not looping:
-        return None
-    example = repeated[0] if repeated else " ".join(looping[0])
-    return Problem("repetition", f'it repeats itself ("{example[:80]}"); say each thing once')
-
-
-def truncation_problem(text: str, stopped_at_limit: bool = False) -> Problem | None:
-    """Cut off by the token limit, ending mid-sentence, or starting mid-sentence (a fragment)."""
-    stripped = text.strip().lstrip("\"'“‘«(")
-    if stripped[:1].islower():
-        return Problem("truncation", "it starts mid-sentence; write complete sentences")
-    ending = stripped.rstrip("\"'”’»)]").rstrip()
-    if not stopped_at_limit and ending[-1:] in tuple(".!?。！？…"):
-        return None
-    return Problem("truncation", "it stops mid-sentence; write a shorter reply that ends with a full sentence")
-
-
-def script_problem(text: str, post: str) -> Problem | None:
-    """English post, stray Chinese in the reply (or the other way round)."""
-    post_cjk = language(post) == "zh"
-    cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
-    if not post_cjk and cjk:
-        return Problem("script", "it contains Chinese characters; answer in English only")
-    if post_cjk and latin > 3 * max(cjk, 1):
-        return Problem("script", "the post is in Chinese; answer in Chinese")
-    return None
 
 
 # ------------------------------------------------------------------ faithfulness and relevance
@@ -279,8 +175,8 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 
 # ------------------------------------------------------------------ all checks
 
-CHECKS = ("citations", "numbers", "restatement", "contradiction", "meta", "repetition",
-          "truncation", "script", "faithfulness", "relevance")
+CHECKS = ("citations", "numbers", "restatement", "contradiction", "concession", "overclaim", "meta",
+          "repetition", "truncation", "script", "faithfulness", "relevance")
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
@@ -293,6 +189,8 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "numbers": number_problem(text, post, evidence),
         "restatement": restatement_problem(text, post),
         "contradiction": contradiction_problem(text),
+        "concession": concession_problem(text),
+        "overclaim": overclaim_problem(text),
         "meta": meta_problem(text, instructions),
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),

@@ -8,6 +8,8 @@ draft is kept and, if it still fails a check, flagged: status `ok` means every c
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +30,30 @@ from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, Tr
 # A draft failing one of these cannot be posted; the others need a light edit at most.
 SEVERE = {"relevance", "contradiction", "faithfulness", "script", "truncation", "repetition"}
 REGENERATION_TEMPERATURE = 0.7
+OPEN_REPLY = re.compile(r'"reply"\s*:\s*"((?:[^"\\]|\\.)*)')  # the reply field, closed or not
+
+
+def salvage_reply(raw: str) -> ReplyDraft | None:
+    """The reply of an invalid JSON answer, mostly one cut off by the token limit (the 1.5B
+    model sometimes writes on past 60 words): its text so far, for `first_sentences` to keep
+    the complete sentences of."""
+    found = OPEN_REPLY.search(raw or "")
+    if not found:
+        return None
+    body = found.group(1)
+    for cut in (len(body), len(body) - 1):  # a cut right after a backslash leaves a broken escape
+        try:
+            text = json.loads(f'"{body[:cut]}"')
+            break
+        except json.JSONDecodeError:
+            continue
+    else:
+        return None
+    claim = re.search(r'"claim"\s*:\s*"((?:[^"\\]|\\.)*)"', raw)
+    try:
+        return ReplyDraft(claim=json.loads(f'"{claim.group(1)}"')[:200] if claim else "", reply=text)
+    except ValueError:  # too short to be a reply
+        return None
 
 
 def severity(results: Sequence[CheckResult]) -> int:
@@ -108,7 +134,7 @@ def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], pos
 
 
 class Generator:
-    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 1):
+    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 2):
         self.model = model
         self.max_tokens = max_tokens
         self.judge = DraftJudge(encoder)
@@ -124,8 +150,10 @@ class Generator:
                                      temperature=temperature, seed=attempt)
         except StructuredOutputError as exc:
             step.record(exc)
-            step.notes.append(f"invalid generator output: {str(exc)[:200]}")
-            return None, True
+            salvaged = salvage_reply(exc.raw)  # then treated as cut off: its last sentence is dropped
+            step.notes.append(f"invalid generator output: {str(exc)[:200]}" +
+                              ("; the reply it had written so far was kept" if salvaged else ""))
+            return salvaged, True
         step.record(result)
         last = result.completions[-1] if result.completions else None
         at_limit = last is not None and last.usage.completion_tokens >= self.max_tokens

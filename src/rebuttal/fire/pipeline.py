@@ -32,7 +32,9 @@ class FireSettings:
     evidence_min_similarity: float = 0.45
     adapt: bool = False  # adapt the nearest human reply of the category (not measured yet: off)
     adapt_min_similarity: float = 0.6
-    max_regenerations: int = 1  # bounded: each costs one more generation (~8 s on the 1.5B)
+    # Bounded: each costs one more generation (~8 s on the 1.5B), and only a failed draft pays it;
+    # the best of the (up to three) drafts is kept (benchmarks/results/fire.md).
+    max_regenerations: int = 2
     use_memory: bool = True
     use_evidence: bool = True
     use_analyst: bool = True

@@ -1,9 +1,9 @@
 """The hate gate: is a post hateful at all? FIRE writes no reply when it says no.
 
-One logistic regression per language. English: MiniLM sentence vectors plus hashed word
-n-grams (the vectors carry meaning, negation and quotation; the n-grams carry slurs and
-spellings). Chinese: hashed character n-grams (no Chinese encoder is packaged). Thresholds are
-per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
+One model per language. English: either a token head over MiniLM's token states
+(gate_head.py) or a logistic regression on MiniLM sentence vectors plus hashed word n-grams.
+Chinese: a logistic regression on hashed character n-grams (no Chinese encoder is packaged).
+Thresholds are per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from rebuttal.learned.gate_head import MAX_TOKENS, head_arrays, head_from_arrays, head_probabilities
 from rebuttal.learned.text import language, ngram_vectorizer, sigmoid
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "gate.npz"
@@ -30,6 +31,7 @@ class LanguageGate:
     # At or above `sure` the LLM's "not hateful" no longer vetoes a reply (it is flagged instead):
     # chosen so that held-out non-hateful cases rarely score this high. Above 1: the LLM always may.
     sure: float = 1.01
+    head: object | None = None  # a gate_head.TokenHead: then it alone scores (coef is unused)
 
     def features(self, texts: list[str], vectors: np.ndarray | None, lang: str):
         grams = ngram_vectorizer(lang).transform(texts)
@@ -39,7 +41,11 @@ class LanguageGate:
             raise ValueError("the English gate needs MiniLM vectors")
         return sparse.hstack([sparse.csr_matrix(vectors), grams]).tocsr()
 
-    def score(self, texts: list[str], vectors: np.ndarray | None, lang: str) -> np.ndarray:
+    def score(self, texts: list[str], vectors: np.ndarray | None, lang: str, encoder=None) -> np.ndarray:
+        if self.head is not None:
+            if encoder is None:
+                raise ValueError("the token-head gate needs the MiniLM encoder")
+            return head_probabilities(self.head, *encoder.token_states(texts, MAX_TOKENS))
         return sigmoid(self.features(texts, vectors, lang) @ self.coef + self.intercept)
 
 
@@ -48,16 +54,17 @@ class HateGate:
     gates: dict[str, LanguageGate]
     meta: dict = field(default_factory=dict)
 
-    def scores(self, texts: list[str], vectors: np.ndarray | None = None) -> list[tuple[float, LanguageGate, str]]:
+    def scores(self, texts: list[str], vectors: np.ndarray | None = None,
+               encoder=None) -> list[tuple[float, LanguageGate, str]]:
         """(probability hateful, the language's gate, language) per text; `vectors` are MiniLM
-        rows for the same texts (needed for English)."""
+        rows for the same texts (the English linear gate), `encoder` the MiniLM (token head)."""
         langs = [language(t) for t in texts]
         out: list[tuple[float, LanguageGate, str]] = [None] * len(texts)  # type: ignore[list-item]
         for lang in set(langs):
             rows = [i for i, lg in enumerate(langs) if lg == lang]
             gate = self.gates[lang]
             vecs = vectors[rows] if vectors is not None and gate.uses_vectors else None
-            for i, p in zip(rows, gate.score([texts[i] for i in rows], vecs, lang)):
+            for i, p in zip(rows, gate.score([texts[i] for i in rows], vecs, lang, encoder)):
                 out[i] = (float(p), gate, lang)
         return out
 
@@ -69,6 +76,8 @@ class HateGate:
             arrays[f"{lang}_coef"] = sparse.csr_matrix(gate.coef.reshape(1, -1)).toarray().astype(np.float32)[0]
             arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors), gate.sure],
                                               dtype=np.float64)
+            if gate.head is not None:
+                arrays.update(head_arrays(gate.head, f"{lang}_tokens."))
         np.savez_compressed(path, meta=np.array(json.dumps(self.meta)), **arrays)
         return path
 
@@ -80,6 +89,9 @@ class HateGate:
                 head = data[f"{lang}_head"]  # gates saved before `sure` existed have three values
                 gates[lang] = LanguageGate(data[f"{lang}_coef"], float(head[0]), float(head[1]), bool(head[2]),
                                            float(head[3]) if len(head) > 3 else 1.01)
+                if any(name.startswith(f"{lang}_tokens.") for name in data.files):
+                    prefix = f"{lang}_tokens."
+                    gates[lang].head = head_from_arrays({n: data[n] for n in data.files if n.startswith(prefix)}, prefix)
             return cls(gates, json.loads(str(data["meta"])))
 
 

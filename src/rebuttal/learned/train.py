@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from rebuttal.learned.category import CategoryModel, train_category_model
-from rebuttal.learned.gate import HateGate, train_language_gate
+from rebuttal.learned.gate import HateGate, LanguageGate, train_language_gate
 from rebuttal.types import HateType
 
 LICENCE_NOTE = (
-    "The weights are a linear model (no training text is stored in them). They are derived from "
+    "The weights are small models (linear, or a 0.2M-weight head over MiniLM token states); no "
+    "training text is stored in them. They are derived from "
     "data whose licences restrict use to research (see the data sources below); use them for "
     "research and non-commercial moderation support, or retrain on data you hold."
 )
@@ -97,27 +98,33 @@ def category_card(model: CategoryModel, records) -> str:
     return "\n".join(lines) + "\n"
 
 
+HEAD_PER_SOURCE = 1500  # the token head reads 48 token states per text: a smaller corpus sample
+
+
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
-               max_fpr: float = 0.15) -> HateGate:
+               max_fpr: float = 0.15, english: str = "linear") -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
     is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
     HateCheck dev (a template never sits in train and test of the same fold); `sure`, above
     which the LLM cannot veto, is the lowest score that held-out non-hateful cases reach at
-    most `max_fpr` of the time."""
+    most `max_fpr` of the time. `english`: "head" (token head, gate_head.py) or "linear"."""
     from rebuttal.learned import datasets
 
     root = Path(root)
     gates, info = {}, {}
     for lang in ("en", "zh"):
-        corpus, hatecheck = datasets.gate_corpus(root, lang), datasets.hatecheck(root, lang)
-        rows = corpus + hatecheck
-        vectors = _encode([r.text for r in rows]) if lang == "en" else None
-        held_out = _template_folds(corpus, hatecheck, vectors, lang, c)
-        threshold = _threshold(held_out, [r.hateful for r in hatecheck], recall_target)
-        gates[lang] = train_language_gate([r.text for r in rows], [r.hateful for r in rows], lang, vectors, c, threshold)
-        gates[lang].sure = sure_cut(held_out, [r.hateful for r in hatecheck], threshold, max_fpr)
-        info[lang] = {"records": len(rows), "threshold": threshold, "sure": gates[lang].sure,
-                      "sources": dict(Counter(r.source.split(":")[0] for r in rows))}
+        use_head = lang == "en" and english == "head"
+        corpus = datasets.gate_corpus(root, lang, **({"per_source": HEAD_PER_SOURCE} if use_head else {}))
+        hatecheck = datasets.hatecheck(root, lang)
+        gate, held_out = (_head_gate if use_head else _linear_gate)(corpus, hatecheck, lang, c)
+        hateful = [r.hateful for r in hatecheck]
+        gate.threshold = _threshold(held_out, hateful, recall_target)
+        gate.sure = sure_cut(held_out, hateful, gate.threshold, max_fpr)
+        gates[lang] = gate
+        info[lang] = {"model": "token head" if use_head else "linear", "records": len(corpus) + len(hatecheck),
+                      "threshold": gate.threshold, "sure": gate.sure,
+                      "sources": dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck)),
+                      "held_out_scores": [round(float(x), 4) for x in held_out]}
     gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "languages": info})
     out = Path(out)
     gate.save(out / "gate.npz")
@@ -125,19 +132,46 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
     return gate
 
 
-def _template_folds(corpus, hatecheck, vectors, lang, c, folds: int = 5) -> np.ndarray:
+def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5) -> np.ndarray:
+    """Template-held-out scores of the HateCheck cases. `fit_score(train, held)` trains on the
+    rows `train` of corpus + hatecheck (index arrays) and returns scores for the rows `held`."""
     from sklearn.model_selection import GroupKFold
 
-    scores = np.zeros(len(hatecheck))
-    n = len(corpus)
-    groups = [r.group for r in hatecheck]
-    for train_idx, held_idx in GroupKFold(folds).split(hatecheck, groups=groups):
-        rows = corpus + [hatecheck[i] for i in train_idx]
-        vecs = None if vectors is None else np.vstack([vectors[:n], vectors[n + train_idx]])
-        gate = train_language_gate([r.text for r in rows], [r.hateful for r in rows], lang, vecs, c)
-        held_vecs = None if vectors is None else vectors[n + held_idx]
-        scores[held_idx] = gate.score([hatecheck[i].text for i in held_idx], held_vecs, lang)
+    scores, n = np.zeros(len(hatecheck)), len(corpus)
+    for train_idx, held_idx in GroupKFold(folds).split(hatecheck, groups=[r.group for r in hatecheck]):
+        scores[held_idx] = fit_score(np.r_[np.arange(n), n + train_idx], n + held_idx)
     return scores
+
+
+def _linear_gate(corpus, hatecheck, lang, c):
+    rows = corpus + hatecheck
+    texts, labels = [r.text for r in rows], [r.hateful for r in rows]
+    vectors = _encode(texts) if lang == "en" else None
+
+    def fit(idx):
+        return train_language_gate([texts[i] for i in idx], [labels[i] for i in idx], lang,
+                                   None if vectors is None else vectors[idx], c)
+
+    def fit_score(train, held):
+        return fit(train).score([texts[i] for i in held], None if vectors is None else vectors[held], lang)
+
+    return fit(np.arange(len(rows))), held_out_scores(corpus, hatecheck, fit_score)
+
+
+def _head_gate(corpus, hatecheck, lang, c):
+    from rebuttal.learned.gate_head import MAX_TOKENS, fit_head, head_probabilities
+    from rebuttal.llm.embeddings import load_minilm
+
+    rows = corpus + hatecheck
+    states, mask = load_minilm().token_states([r.text for r in rows], MAX_TOKENS)
+    labels = np.array([r.hateful for r in rows])
+
+    def fit_score(train, held):
+        return head_probabilities(fit_head(states[train], mask[train], labels[train]), states[held], mask[held])
+
+    held_out = held_out_scores(corpus, hatecheck, fit_score)
+    gate = LanguageGate(np.zeros(0, np.float32), 0.0, 0.5, uses_vectors=False, head=fit_head(states, mask, labels))
+    return gate, held_out
 
 
 def sure_cut(scores: np.ndarray, hateful: list[bool], threshold: float, max_fpr: float) -> float:
@@ -158,10 +192,12 @@ def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) ->
 
 
 def gate_card(gate: HateGate) -> str:
-    lines = ["# Hate gate: logistic regression per language", "",
-             f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", "",
-             "English: MiniLM vectors + hashed word 1-2-grams. Chinese: hashed character 1-3-grams.", "",
-             "## Data", ""]
+    models = {"token head": "a token head (one 128-wide transformer layer) over frozen all-MiniLM-L6-v2 token "
+                            "states (first 48 tokens)", "linear": "logistic regression"}
+    lines = ["# Hate gate", "", f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", "",
+             *(f"- {lang}: {models[info.get('model', 'linear')]}" for lang, info in gate.meta["languages"].items()),
+             "", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
+             "(Chinese).", "", "## Data", ""]
     for lang, info in gate.meta["languages"].items():
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
                      f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "

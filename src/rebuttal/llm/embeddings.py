@@ -56,6 +56,23 @@ class MiniLM:
             )
         return vectors.astype(np.float32, copy=False)
 
+    def token_states(self, texts: list[str], max_length: int = 48, batch_size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+        """MiniLM's last-layer state of every token, (n, max_length, 384) float16, and the mask of
+        real tokens, (n, max_length) bool: what the English gate's token head reads."""
+        import torch
+
+        tokenizer, encoder = self.model.tokenizer, self.model[0].auto_model
+        states, masks = [], []
+        with _lock, torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                batch = tokenizer(list(texts[start : start + batch_size]), padding="max_length", truncation=True,
+                                  max_length=max_length, return_tensors="pt")
+                states.append(encoder(**batch).last_hidden_state.to(torch.float16).numpy())
+                masks.append(batch["attention_mask"].bool().numpy())
+        if not states:
+            return np.zeros((0, max_length, DIM), np.float16), np.zeros((0, max_length), bool)
+        return np.concatenate(states), np.concatenate(masks)
+
 
 @lru_cache(maxsize=4)
 def load_minilm(path: str | None = None) -> MiniLM:

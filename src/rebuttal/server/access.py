@@ -16,7 +16,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from rebuttal.server.auth import Caller, verify_key
+from rebuttal.server.auth import Caller, check_key
+from rebuttal.server.ratelimit import DatabaseRateLimiter
 from rebuttal.server.state import ApiError, ServerState
 
 
@@ -31,40 +32,47 @@ def presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-def authenticate(request: Request) -> Caller:
-    """The caller behind the request's key, or 401."""
+def admit(request: Request, role: str) -> Caller:
+    """Check the key (401), its role (403) and take a rate-limit token (429).
+
+    With the database rate store the key row is read and the token taken in one transaction
+    (one commit per request instead of two). The key is read on every request, never cached,
+    so a revoke or role change by any process takes effect at once."""
     state = state_of(request)
     key = presented_key(request)
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer <key>` or `X-API-Key: <key>`",
                        headers={"WWW-Authenticate": "Bearer"})
-    who = verify_key(state.db, key)
+    in_database = isinstance(state.limiter, DatabaseRateLimiter)
+    wait = 0.0
+    with state.db.session(write=True) as session:
+        connection = session.connection()
+        who = check_key(connection, key)
+        allowed = who is not None and who.can(role)
+        if allowed and in_database:
+            wait = state.limiter.take(connection, who.key_id)
     if who is None:
         raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     request.state.key_name, request.state.key_role = who.name, who.role
-    return who
-
-
-def rate_limit(state: ServerState, who: Caller) -> None:
-    wait = state.limiter.acquire(who.key_id)
+    if not allowed:
+        raise ApiError(403, f"this key's role is {who.role}; {request.method} {request.url.path} "
+                       f"needs {role} (ask an admin: `rebuttal keys role NAME {role}`)",
+                       role=who.role, required=role)
+    if not in_database:  # Redis or process memory: outside the database transaction
+        wait = state.limiter.acquire(who.key_id)
     if wait:
         retry = max(1, round(wait + 0.5))
         raise ApiError(429, f"rate limit of {state.settings.rate_per_minute:g} requests/minute "
                        f"(burst {state.settings.rate_burst}) exceeded; retry in {retry} s",
                        headers={"Retry-After": str(retry)}, retry_after_s=retry)
+    return who
 
 
 def need(role: str):
     """A dependency: authenticate, check the role (403), then take a rate-limit token (429)."""
 
     def dependency(request: Request) -> Caller:
-        who = authenticate(request)
-        if not who.can(role):
-            raise ApiError(403, f"this key's role is {who.role}; {request.method} {request.url.path} "
-                           f"needs {role} (ask an admin: `rebuttal keys role NAME {role}`)",
-                           role=who.role, required=role)
-        rate_limit(state_of(request), who)
-        return who
+        return admit(request, role)
 
     dependency.__name__ = f"need_{role}"
     return dependency

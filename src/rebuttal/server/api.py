@@ -7,6 +7,7 @@ import logging
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import func, select
 
@@ -60,8 +61,6 @@ def _submit(request: Request, who: Caller, kind: str, body: PostsIn, options: di
                          request.state.request_id)
         request.state.job_id = job.id
         state.worker.notify()
-        from fastapi.responses import JSONResponse
-
         return JSONResponse(status_code=202, content={
             "job_id": job.id, "status": job.status, "total": job.total,
             "status_url": f"/v1/jobs/{job.id}", "results_url": f"/v1/jobs/{job.id}/results"})
@@ -78,13 +77,14 @@ def _submit(request: Request, who: Caller, kind: str, body: PostsIn, options: di
         retry_after = {"Retry-After": "5"} if is_transient(exc) else None
         log.warning("%s failed: %s", kind, type(exc).__name__)
         result = error_result(kind, text, body.id, options, failure)
-    with state.db.session() as session:
+    with state.db.session(write=True) as session:
         row, item = review.store_result(session, kind, result, key_name=who.name,
                                         request_id=request.state.request_id)
         row_id, review_id = row.id, item.id if item else None
     if failure:
         raise ApiError(503, failure, result_id=row_id, retryable=retry_after is not None, headers=retry_after)
-    return {"result_id": row_id, "review_id": review_id, "result": result.model_dump(mode="json")}
+    # Already JSON types: a JSONResponse skips FastAPI's second walk over the result (jsonable_encoder).
+    return JSONResponse({"result_id": row_id, "review_id": review_id, "result": result.model_dump(mode="json")})
 
 
 @router.post("/analyze", summary="FIRE analysis (category, target, memory purity) of one post or a batch")

@@ -1,29 +1,34 @@
-"""The FastAPI application: `create_app(settings, services)`.
+"""The FastAPI application: `create_app(settings, services)`, and `create_app_from_env` for the
+worker processes of `rebuttal serve --workers N`.
 
-Layers, outermost first: body-size limit (413) → request log (one row per /v1 request, no
-texts) → optional CORS → routes (api.py, review_api.py, admin_api.py, web.py), each checking
-the key's role (access.py). Every error leaves as JSON `{"error": code, "detail": msg}`, an
-unreachable database as a 503 (middleware.py). Routes read the shared `ServerState`
+Layers, outermost first: body-size limit (413) → optional CORS → request log (one row per /v1
+request, no texts; requestlog.py) → routes (api.py, review_api.py, admin_api.py, web.py), each
+checking the key's role (access.py). Every error leaves as JSON `{"error": code, "detail": msg}`,
+an unreachable database as a 503 (middleware.py). Routes read the shared `ServerState`
 (state.py) from `app.state.rebuttal`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from rebuttal.optional import require
 from rebuttal.server.db import Database
 from rebuttal.server.jobs import JobWorker
-from rebuttal.server.middleware import BodySizeLimit, install_error_handlers, install_request_log
+from rebuttal.server.middleware import BodySizeLimit, install_error_handlers
 from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, TokenBucketLimiter
-from rebuttal.server.services import PipelineServices, Services
+from rebuttal.server.requestlog import RequestLogMiddleware, RequestLogWriter
+from rebuttal.server.services import PipelineServices, Services, preload_in_background
 from rebuttal.server.settings import ServerSettings
 from rebuttal.server.state import ServerState
 
 log = logging.getLogger("rebuttal.server")
 TEMPLATES = Path(__file__).parent / "templates"
+WORKER_ENV = "REBUTTAL_SERVE_WORKER"  # what `rebuttal serve --workers N` hands its worker processes
 
 
 def build_state(settings: ServerSettings, services: Services | None = None) -> ServerState:
@@ -42,7 +47,7 @@ def build_state(settings: ServerSettings, services: Services | None = None) -> S
     else:
         limiter = TokenBucketLimiter(settings.rate_per_minute, settings.rate_burst)
     return ServerState(settings=settings, db=db, services=services, limiter=limiter,
-                       worker=worker, schema_version=schema_version,
+                       worker=worker, request_log=RequestLogWriter(db), schema_version=schema_version,
                        templates=Jinja2Templates(directory=str(TEMPLATES)))
 
 
@@ -64,6 +69,7 @@ def create_app(settings: ServerSettings | None = None, services: Services | None
             yield
         finally:
             state.worker.stop()
+            state.request_log.stop()  # stores the rows still queued
 
     app = fastapi.FastAPI(
         title="rebuttal", version=rebuttal.__version__, lifespan=lifespan,
@@ -72,7 +78,7 @@ def create_app(settings: ServerSettings | None = None, services: Services | None
     )
     app.state.rebuttal = state
     install_error_handlers(app)
-    install_request_log(app, state.db)
+    app.add_middleware(RequestLogMiddleware, writer=state.request_log)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -84,3 +90,29 @@ def create_app(settings: ServerSettings | None = None, services: Services | None
     app.include_router(admin_api.router)
     app.include_router(web.router)
     return app
+
+
+def create_app_from_env():
+    """The app factory each `rebuttal serve --workers N` process runs (uvicorn imports it).
+
+    Every worker builds its own database pool, batch worker and model from the settings the
+    CLI resolved (JSON in $REBUTTAL_SERVE_WORKER; without it, the REBUTTAL_* variables). They
+    share the database: its rate buckets, and the job queue (items are claimed with leases,
+    so no item runs twice)."""
+    spec = json.loads(os.environ.get(WORKER_ENV) or "{}")
+    configure_logging(spec.get("log_level", "info"))
+    settings = ServerSettings.model_validate(spec["settings"]) if "settings" in spec else ServerSettings.from_env()
+    app = create_app(settings)
+    if spec.get("preload"):
+        preload_in_background(app.state.rebuttal.services)
+    return app
+
+
+def configure_logging(level: str) -> None:
+    # uvicorn configures only its own loggers; ours must not print texts at info (they never do)
+    logger = logging.getLogger("rebuttal")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())

@@ -17,7 +17,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select, update
 
 from rebuttal.server.db import ROLES, ApiKey, Database, utcnow
 
@@ -68,25 +68,39 @@ def create_key(db: Database, name: str, role: str = DEFAULT_ROLE) -> str:
 
 def verify_key(db: Database, presented: str | None) -> Caller | None:
     """The caller behind a presented key, or None if it is malformed, unknown or revoked."""
+    with db.session() as session:
+        return check_key(session.connection(), presented)
+
+
+# Built once (Core, not the ORM): the key check runs on every request.
+_KEY_ID = bindparam("key_id", type_=ApiKey.id.type)
+_KEY_ROW = select(ApiKey.id, ApiKey.name, ApiKey.salt, ApiKey.key_hash, ApiKey.role, ApiKey.revoked_at,
+                  ApiKey.last_used_at).where(ApiKey.id == _KEY_ID)
+_TOUCH = update(ApiKey).where(ApiKey.id == _KEY_ID).values(
+    last_used_at=bindparam("now", type_=ApiKey.last_used_at.type))
+
+
+def check_key(connection, presented: str | None) -> Caller | None:
+    """`verify_key` inside the caller's transaction: the row is read on every call (no cache),
+    so a key revoked or changed by any process (the CLI, another worker) is refused at once."""
     if not presented:
         return None
     parts = presented.strip().split("_", 2)
     if len(parts) != 3 or parts[0] != PREFIX:
         return None
     _, key_id, secret = parts
-    with db.session() as session:
-        row = session.get(ApiKey, key_id)
-        if row is None or row.revoked_at is not None:
-            return None
-        if not hmac.compare_digest(row.key_hash, _digest(row.salt, secret)):
-            return None
-        now = utcnow()
-        last = row.last_used_at
-        if last is not None and last.tzinfo is None:  # SQLite hands back naive UTC
-            last = last.replace(tzinfo=now.tzinfo)
-        if last is None or now - last > LAST_USED_STEP:  # one write a minute, not one per request
-            row.last_used_at = now
-        return Caller(key_id=row.id, name=row.name, role=row.role or DEFAULT_ROLE)
+    row = connection.execute(_KEY_ROW, {"key_id": key_id}).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(row.key_hash, _digest(row.salt, secret)):
+        return None
+    now = utcnow()
+    last = row.last_used_at
+    if last is not None and last.tzinfo is None:  # SQLite hands back naive UTC
+        last = last.replace(tzinfo=now.tzinfo)
+    if last is None or now - last > LAST_USED_STEP:  # one write a minute, not one per request
+        connection.execute(_TOUCH, {"key_id": key_id, "now": now})
+    return Caller(key_id=row.id, name=row.name, role=row.role or DEFAULT_ROLE)
 
 
 def list_keys(db: Database) -> list[dict]:

@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import logging
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +18,9 @@ app = typer.Typer(help="HTTP API, review queue and reviewer page.", no_args_is_h
 keys_app = typer.Typer(help="Create, list and revoke API keys (the key name is the reviewer's identity).",
                        no_args_is_help=True)
 
+# uvicorn kills a worker that does not answer its ping within this time (its default, 5 s, is
+# shorter than a worker starved of CPU or busy loading a model may take)
+WORKER_HEALTHCHECK_S = 30
 DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL; default REBUTTAL_DB or ~/.local/share/rebuttal/rebuttal.db")]
 
 
@@ -46,6 +47,8 @@ def serve_command(
     web: Annotated[bool, typer.Option(help="let FIRE search the web for evidence (ddgs)")] = False,
     memory: Annotated[Path | None, typer.Option(help="FIRE memory index folder (default: the shipped one)")] = None,
     preload: Annotated[bool, typer.Option(help="load the model and FIRE in the background at start")] = True,
+    workers: Annotated[int, typer.Option(min=1, help="server processes sharing the database, rate limits and job "
+                                                     "queue; each loads its own model (mind the memory)")] = 1,
     max_batch: Annotated[int | None, typer.Option(help="items per batch request")] = None,
     max_request_bytes: Annotated[int | None, typer.Option(help="largest request body")] = None,
     rate_per_minute: Annotated[float | None, typer.Option(help="requests per minute per key")] = None,
@@ -59,11 +62,12 @@ def serve_command(
     from pydantic import ValidationError
 
     from rebuttal.optional import require
-    from rebuttal.server.app import create_app
+    from rebuttal.server.app import configure_logging, create_app
     from rebuttal.server.db import SchemaMismatch
+    from rebuttal.server.services import preload_in_background
 
     uvicorn = require("uvicorn", "server")
-    _configure_logging(log_level)
+    configure_logging(log_level)
     pipeline = {"backend": backend, "model": model, "base_url": base_url, "threads": threads,
                 "web": web or None, "memory_path": str(memory) if memory else None}
     try:
@@ -71,36 +75,72 @@ def serve_command(
             db_url=db, max_batch=max_batch, max_request_bytes=max_request_bytes, rate_per_minute=rate_per_minute,
             rate_burst=rate_burst, rate_store=rate_store, cors_origins=cors_origin or None, cookie_secure=cookie_secure or None,
             pipeline={k: v for k, v in pipeline.items() if v is not None})
-        application = create_app(settings)
+        if workers > 1 and settings.rate_store == "memory":
+            raise ValueError("--rate-store memory keeps buckets per process, so --workers would multiply the "
+                             "rate limit; use the database (default) or redis")
+        application = create_app(settings)  # checks the settings and migrates the database, once
     except ValidationError as exc:
         typer.echo(f"error: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", err=True)
         raise typer.Exit(2) from None
     except (SchemaMismatch, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    if preload:
-        threading.Thread(target=_preload, args=(application.state.rebuttal.services,), daemon=True).start()
     typer.echo(f"reviewer page: http://{host}:{port}/review   API docs: http://{host}:{port}/docs", err=True)
+    if workers > 1:
+        return _serve_workers(application, settings, host, port, workers, preload, log_level)
+    if preload:
+        preload_in_background(application.state.rebuttal.services)
     uvicorn.run(application, host=host, port=port, log_level=log_level)
 
 
-def _configure_logging(level: str) -> None:
-    # uvicorn configures only its own loggers; ours must not print texts at info (they never do)
-    logger = logging.getLogger("rebuttal")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(level.upper())
+def _serve_workers(application, settings, host, port, workers, preload, log_level) -> None:
+    """uvicorn's process manager: each worker builds its own app from the settings resolved here."""
+    import json
+    import os
+
+    from rebuttal.server.app import WORKER_ENV
+
+    application.state.rebuttal.db.dispose()  # only used for the checks above; workers open their own
+    os.environ[WORKER_ENV] = json.dumps({"settings": settings.model_dump(mode="json"), "preload": preload,
+                                         "log_level": log_level})
+    run_workers("rebuttal.server.app:create_app_from_env", workers=workers, host=host, port=port,
+                log_level=log_level)
 
 
-def _preload(services) -> None:
-    # First requests would otherwise wait for the model; failures show in the log and in results.
-    try:
-        services.fire()
-        logging.getLogger("rebuttal.server").info("model and FIRE pipeline loaded")
-    except Exception as exc:  # noqa: BLE001
-        logging.getLogger("rebuttal.server").error("could not load the FIRE pipeline: %s", exc)
+def run_workers(factory: str, *, workers: int, host: str, port: int, log_level: str) -> None:
+    """`uvicorn.run` with `workers` processes, each calling the app factory `factory` ("module:function")."""
+    import inspect
+
+    import uvicorn
+    import uvicorn.config
+
+    _keep_tcp_nodelay(uvicorn.config.Config)
+    extra = {}
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
+        extra["timeout_worker_healthcheck"] = WORKER_HEALTHCHECK_S
+    uvicorn.run(factory, factory=True, workers=workers, host=host, port=port, log_level=log_level, **extra)
+
+
+def _keep_tcp_nodelay(config_class) -> None:
+    """With workers, uvicorn binds the listening socket itself with `proto` 0, and asyncio turns on
+    TCP_NODELAY only for sockets that say IPPROTO_TCP: every keep-alive response then waited ~40 ms
+    for the client's delayed ACK (uvicorn issue #3149). Re-wrap the bound socket as TCP; a no-op
+    once uvicorn sets the protocol itself."""
+    import socket
+
+    bind = config_class.bind_socket
+    if getattr(bind, "keeps_tcp_nodelay", False):
+        return
+
+    def bind_socket(self):
+        sock = bind(self)
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.proto == 0:
+            sock = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+            sock.set_inheritable(True)
+        return sock
+
+    bind_socket.keeps_tcp_nodelay = True
+    config_class.bind_socket = bind_socket
 
 
 @keys_app.command("create")

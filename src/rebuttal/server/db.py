@@ -6,6 +6,9 @@ bring an older one up to date, keeping its rows; a database newer than this rele
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,11 +21,14 @@ from sqlalchemy import (
     create_engine, event, false,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from rebuttal.server.migrate import SCHEMA_VERSION, SchemaMismatch, upgrade  # noqa: F401 - re-exported
 
 ROLES = ("submit", "review", "admin")
+SQLITE_POOL = 40  # anyio's default threadpool size
+SQLITE_TIMEOUT_S = 30  # how long a writer waits for the database lock before the request gets 503
 
 
 def utcnow() -> datetime:
@@ -174,16 +180,21 @@ class Database:
             database = parsed.database
             if database and database != ":memory:":
                 Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                # Keep a connection per threadpool worker (40): past the default 5 pooled, every
+                # busy moment opened and closed a connection (and reran the pragmas) per session.
+                kwargs.update(pool_size=SQLITE_POOL, max_overflow=10)
             else:
                 from sqlalchemy.pool import StaticPool  # one shared in-memory database
 
                 kwargs["poolclass"] = StaticPool
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_TIMEOUT_S}
         else:
             kwargs["pool_pre_ping"] = True  # a restarted database server costs one failed ping
         self.engine = create_engine(url, **kwargs)
+        self._write_gate: threading.Lock | None = None
         if parsed.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            self._write_gate = threading.Lock()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -196,16 +207,31 @@ class Database:
         return upgrade(self)
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        session = self._sessions()
+    def session(self, write: bool = False) -> Iterator[Session]:
+        """A session committed at the end, rolled back on error.
+
+        `write=True` marks a short session that writes (never open another inside it). On SQLite
+        this process's writers then take turns on a lock: meeting SQLite's own lock instead, a
+        writer sleeps in its busy handler (1, 2, 5, ... 100 ms between retries), which at 32
+        concurrent requests made 0.1 ms writes take 15 ms on average. Other processes on the
+        file still meet SQLite's lock and its timeout."""
+        gate = self._write_gate if write else None
+        if gate is not None and not gate.acquire(timeout=SQLITE_TIMEOUT_S):
+            raise OperationalError("waiting for the SQLite write lock", None,
+                                   sqlite3.OperationalError("database is locked"))
         try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+            session = self._sessions()
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            finally:
+                session.close()
         finally:
-            session.close()
+            if gate is not None:
+                gate.release()
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -216,7 +242,17 @@ def _sqlite_pragmas(connection, _record) -> None:
     # mode keeps the database consistent and loses nothing when the process crashes; only the
     # last commits before a power cut may be lost (it saves an fsync per commit).
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    deadline = time.monotonic() + SQLITE_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            # Processes starting together on a new file race to switch it to WAL, and SQLite
+            # answers "locked" at once instead of waiting out its busy timeout: retry.
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

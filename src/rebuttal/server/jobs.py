@@ -71,7 +71,7 @@ def error_result(kind: str, text: Any, client_id: str | None, options: dict, mes
 
 def create_job(db: Database, kind: str, items: list[tuple[str | None, str]], key_name: str,
                options: dict, request_id: str | None) -> Job:
-    with db.session() as session:
+    with db.session(write=True) as session:
         job = Job(kind=kind, key_name=key_name, options=options, total=len(items), request_id=request_id)
         session.add(job)
         session.flush()
@@ -85,7 +85,7 @@ def recover_interrupted(db: Database, max_attempts: int) -> int:
     items already tried `max_attempts` times fail instead. Returns how many were found."""
     now = utcnow()
     expired = (JobItem.status == "running") & (JobItem.lease_until.is_(None) | (JobItem.lease_until < now))
-    with db.session() as session:
+    with db.session(write=True) as session:
         failed = session.execute(
             update(JobItem).where(expired, JobItem.attempts >= max_attempts)
             .values(status="error", claim=None, lease_until=None)
@@ -113,7 +113,7 @@ def recover_interrupted(db: Database, max_attempts: int) -> int:
 
 def retry_failed(db: Database, job_id: str) -> int:
     """Queue the job's retryable failed items (backend timeouts) again; returns how many."""
-    with db.session() as session:
+    with db.session(write=True) as session:
         count = session.execute(
             update(JobItem).where(JobItem.job_id == job_id, JobItem.status == "error", JobItem.retryable)
             .values(status="queued", retryable=False, error=None, claim=None, lease_until=None)).rowcount
@@ -138,7 +138,7 @@ def finish_item(db: Database, item_id: int, claim: str, result, retryable: bool)
     """Store the result and mark the item done/error, only if this claim still holds it.
     False (nothing stored) when another worker took the item over after our lease ran out."""
     failed = result.status == "error"
-    with db.session() as session:
+    with db.session(write=True) as session:
         item = session.get(JobItem, item_id)
         previous = item.result_id if item is not None else None
         owned = session.execute(
@@ -199,7 +199,7 @@ class JobWorker:
             if claim is None:
                 continue
             try:
-                with self.db.session() as session:
+                with self.db.session(write=True) as session:
                     session.execute(update(JobItem).where(JobItem.claim == claim)
                                     .values(lease_until=utcnow() + timedelta(seconds=self.lease_s)))
             except Exception as exc:  # noqa: BLE001 - the next beat tries again
@@ -223,7 +223,7 @@ class JobWorker:
 
     def _claim_next(self) -> tuple | None:
         """Claim the oldest queued item: (item id, claim, kind, text, client id, options)."""
-        with self.db.session() as session:
+        with self.db.session(write=True) as session:
             item = session.scalars(
                 select(JobItem).join(Job, Job.id == JobItem.job_id).where(JobItem.status == "queued")
                 .order_by(Job.created_at, JobItem.position).limit(1)).first()

@@ -1,13 +1,12 @@
-"""ASGI layers around the routes: the body-size limit, the request log and the error handlers.
+"""ASGI layers around the routes: the body-size limit and the error handlers (the request log
+is in requestlog.py).
 Every error leaves as JSON `{"error": code, "detail": msg}`; an unreachable database is a 503
 with Retry-After, not a 500."""
 
 from __future__ import annotations
 
 import logging
-import time
 
-from rebuttal.server.db import Database, RequestLog, new_id
 from rebuttal.server.state import ApiError, error_body
 
 log = logging.getLogger("rebuttal.server")
@@ -110,36 +109,3 @@ def install_error_handlers(app) -> None:
         log.error("unhandled %s on %s %s (request %s)", type(exc).__name__, request.method, request.url.path,
                   getattr(request.state, "request_id", "?"))
         return JSONResponse(error_body(500, "internal error; the server log has the details"), status_code=500)
-
-
-def install_request_log(app, db: Database) -> None:
-    """One log line per request, and one stored row per /v1 request: path and caller only,
-    never bodies, query texts or keys."""
-    from starlette.concurrency import run_in_threadpool
-
-    @app.middleware("http")
-    async def _request_log(request, call_next):
-        request.state.request_id = new_id()
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            elapsed = (time.perf_counter() - started) * 1000
-            key_name = getattr(request.state, "key_name", None)
-            log.info("%s %s -> %d (%s, %.0f ms)", request.method, request.url.path, status, key_name or "-", elapsed)
-            if request.url.path.startswith("/v1/") and request.url.path != "/v1/health":
-                await run_in_threadpool(_store_request_log, db, request, status, elapsed, key_name)
-
-
-def _store_request_log(db: Database, request, status: int, elapsed_ms: float, key_name: str | None) -> None:
-    try:
-        with db.session() as session:
-            session.add(RequestLog(id=request.state.request_id, method=request.method, path=request.url.path[:300],
-                                   key_name=key_name, status_code=status, duration_ms=round(elapsed_ms, 2),
-                                   items=getattr(request.state, "items", 0),
-                                   job_id=getattr(request.state, "job_id", None)))
-    except Exception as exc:  # noqa: BLE001 - a logging failure must not fail the request
-        log.warning("could not store the request log row: %s", type(exc).__name__)

@@ -7,6 +7,7 @@ first use, shares it between FIRE and SPAR, and serialises calls (llama.cpp is n
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from typing import Any, Protocol, runtime_checkable
 
@@ -120,3 +121,19 @@ class PipelineServices:
             "memory_size": _memory_size(self._fire),
             "backend": self.settings.get("backend"),
         }
+
+
+def preload_in_background(services: Any) -> None:
+    """Load the model and FIRE on a thread, so the first requests do not wait for them;
+    failures show in the log (and in results). Objects without `fire()` (test fakes) are skipped."""
+    if not hasattr(services, "fire"):
+        return
+
+    def load() -> None:
+        try:
+            services.fire()
+            logging.getLogger("rebuttal.server").info("model and FIRE pipeline loaded")
+        except Exception as exc:  # noqa: BLE001
+            logging.getLogger("rebuttal.server").error("could not load the FIRE pipeline: %s", exc)
+
+    threading.Thread(target=load, name="rebuttal-preload", daemon=True).start()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rebuttal.server.db import Database
 from rebuttal.server.jobs import JobWorker
 from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, TokenBucketLimiter
+from rebuttal.server.requestlog import RequestLogWriter
 from rebuttal.server.services import Services
 from rebuttal.server.settings import ServerSettings
 
@@ -35,6 +36,7 @@ class ServerState:
     services: Services
     limiter: TokenBucketLimiter | DatabaseRateLimiter | RedisRateLimiter
     worker: JobWorker
+    request_log: RequestLogWriter
     schema_version: int
     templates: object
 

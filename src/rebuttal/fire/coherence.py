@@ -1,0 +1,160 @@
+"""Coherence checks: does the draft read as a plain, whole disagreement with the post?
+
+Small pure functions over the draft's text (see checks.py for how they are run and reported).
+The patterns come from the 1.5B model's drafts on silver dev; fixtures, paraphrased, are in
+tests/data/bad_drafts.jsonl.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from rebuttal.learned.text import CJK, LATIN, language
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    message: str  # addressed to the model: what to fix
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def longest_run(source: list[str], reply: list[str]):
+    """The longest run of words `reply` shares with `source` (difflib Match: a, b, size)."""
+    return SequenceMatcher(None, source, reply, autojunk=False).find_longest_match()
+
+
+CONTRADICTION = re.compile(
+    r"\bnot\s+(?:inherently|necessarily|entirely|completely|simply|just\s+an?)\b"  # half-denials: "not inherently worse"
+    r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern)"
+    r"|\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+    r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+    r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
+    r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!])",
+    re.IGNORECASE,
+)
+
+
+def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem | None:
+    found = pattern.search(text)
+    return Problem(check, f'it says "{found.group(0)}"; {advice}') if found else None
+
+
+def contradiction_problem(text: str) -> Problem | None:
+    """A rebuttal that calls the post harmless, respects its claim or only half-denies it
+    contradicts the analysis it rests on. (Conceding a side point, "you're right that ...", is a
+    normal move in human counter-speech and passes.)"""
+    return _found(CONTRADICTION, text, "contradiction",
+                  "disagree with the post plainly, without softening or judging it")
+
+
+CONCESSION = re.compile(
+    r"\b(?:while|although|though|even\s+if)\s+(?:it\s+(?:may|might|could)\s+be\s+true|there\s+(?:may|might)\s+be\s+some)"
+    r"|\bit\s+(?:may|might|could)\s+(?:well\s+)?be\s+true\b"
+    # "some Jews may exhibit ...", "some of them do have ...": grants the trait to part of the group
+    r"|\bsome\s+(?:of\s+them|\w+(?:\s+people)?)\s+(?:may|might|do|can|could)\s+(?:not\s+)?"
+    r"(?:exhibit|be\b|have\b|commit|engage|show|behave|display|hold\s+(?:negative|harmful|extreme))"
+    r"|\bnot\s+the\s+(?:sole|only)\s+(?:cause|reason|factor)\b|\bnot\s+all\s+\w+\s+(?:are|do|have|were)\b",
+    re.IGNORECASE,
+)
+
+
+def concession_problem(text: str) -> Problem | None:
+    """Grants part of the hateful claim ("while some Jews may exhibit ...", "not all of them are",
+    "not the sole cause"): read blind, these drafts were never usable, and a pattern is the only
+    check that sees them (they stay on topic and copy no words)."""
+    return _found(CONCESSION, text, "concession",
+                  "grant no part of the claim: say what is true of the people it targets")
+
+
+# Plural "have": said of a group ("Muslims have always been ..."); "saying that has always been
+# the first step ..." in a human reply is a different, fair use.
+OVERCLAIM = re.compile(r"\bhave\s+(?:always|never)\s+(?:been|sought|done|committed|had|supported)\b"
+                       r"|\bnever\s+been\s+involved\b", re.IGNORECASE)
+
+
+def overclaim_problem(text: str) -> Problem | None:
+    """A sweeping counter-claim ("Muslims have always been peaceful", "never been involved in
+    terrorism") is false and easy to knock down; a moderator cannot post it."""
+    return _found(OVERCLAIM, text, "overclaim",
+                  'make no sweeping claims with "always" or "never": say what is typical or known')
+
+
+META = re.compile(
+    r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+(?:that\s|your\s))"
+    r"|\bthis\s+person\b|\bthe\s+person\s+who\s+(?:wrote|posted)\b|\btarget\s+group\b"
+    r"|\bthe\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b"
+    r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
+    r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
+    r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
+    r"|\b(?:the\s+author's|your)\s+tone\b",
+    re.IGNORECASE,
+)
+
+
+def meta_problem(text: str, instructions: str = "") -> Problem | None:
+    """Talk about the author, their tone or our analysis instead of to the reader; or the
+    prompt's own instructions copied into the reply (6+ words in a row)."""
+    found = _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
+                                       "its tone or any analysis")
+    if found or not instructions:
+        return found
+    reply_words, told = words(text), words(instructions)
+    run = longest_run(told, reply_words)
+    if run.size >= ECHO_MIN_WORDS:
+        copied = " ".join(told[run.a : run.a + run.size])
+        return Problem("meta", f'it copies its instructions ("{copied[:80]}"); write only the reply itself')
+    return None
+
+
+ECHO_MIN_WORDS = 6  # a reply that repeats six words of its prompt in a row is reciting it
+
+
+SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
+
+
+def repetition_problem(text: str) -> Problem | None:
+    """A sentence said twice, or one 6-word phrase three times: a decoding loop (human replies
+    repeat short phrases on purpose, "you have the right to ...")."""
+    sentences = [" ".join(words(s)) for s in SENTENCE.findall(text)]
+    sentences = [s for s in sentences if len(s.split()) >= 3]
+    repeated = [s for s, n in Counter(sentences).items() if n > 1]
+    tokens = words(text)
+    grams = Counter(tuple(tokens[i : i + 6]) for i in range(len(tokens) - 5))
+    looping = [g for g, n in grams.items() if n >= 3]
+    if not repeated and not looping:
+        return None
+    example = repeated[0] if repeated else " ".join(looping[0])
+    return Problem("repetition", f'it repeats itself ("{example[:80]}"); say each thing once')
+
+
+def truncation_problem(text: str, stopped_at_limit: bool = False) -> Problem | None:
+    """Cut off by the token limit, ending mid-sentence, or starting mid-sentence (a fragment)."""
+    stripped = text.strip().lstrip("\"'“‘«(")
+    if stripped[:1].islower():
+        return Problem("truncation", "it starts mid-sentence; write complete sentences")
+    ending = stripped.rstrip("\"'”’»)]").rstrip()
+    if not stopped_at_limit and ending[-1:] in tuple(".!?。！？…"):
+        return None
+    return Problem("truncation", "it stops mid-sentence; write a shorter reply that ends with a full sentence")
+
+
+def script_problem(text: str, post: str) -> Problem | None:
+    """English post, stray Chinese in the reply (or the other way round)."""
+    post_cjk = language(post) == "zh"
+    cjk, latin = len(CJK.findall(text)), len(LATIN.findall(text))
+    if not post_cjk and cjk:
+        return Problem("script", "it contains Chinese characters; answer in English only")
+    if post_cjk and latin > 3 * max(cjk, 1):
+        return Problem("script", "the post is in Chinese; answer in Chinese")
+    return None
+
+
