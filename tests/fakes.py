@@ -129,3 +129,38 @@ class FixedGate:
 
     def scores(self, texts, vectors=None, encoder=None):
         return [(self.score, self, "en") for _ in texts]
+
+
+def run_in_threads(target: Callable[[], None], count: int) -> list[str]:
+    """Start `count` threads on `target` at once and join them; the exceptions they raised."""
+    errors: list[str] = []
+
+    def guarded():
+        try:
+            target()
+        except Exception as exc:  # noqa: BLE001 - returned for the test to assert on
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=guarded) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def wait_until_ok(url: str, timeout: float, process=None) -> bool:
+    """Poll `url` until it answers 200 (True), the deadline passes or `process` exits (False)."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (process is None or process.poll() is None):
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    return False

@@ -6,13 +6,12 @@ import json
 import socket
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 
 pytest.importorskip("llama_cpp.server", reason="needs the llama-cpp-python[server] extra")
 
+from fakes import wait_until_ok  # noqa: E402
 from rebuttal.fire.batch import run_fire_batch  # noqa: E402
 from rebuttal.llm import ModelSettings  # noqa: E402
 
@@ -42,16 +41,8 @@ def llama_server():
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("llama.cpp server did not start within 60 s")
-            time.sleep(0.5)
+        if not wait_until_ok(f"{url}/models", 60, process):
+            pytest.fail("llama.cpp server did not start within 60 s")
         yield url
     finally:
         process.terminate()

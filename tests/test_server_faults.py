@@ -19,6 +19,7 @@ from sqlalchemy import event, func, select  # noqa: E402
 from test_server_api import FakeServices, make_settings, wait_for_job  # noqa: E402
 
 from conftest import fresh_database_url  # noqa: E402
+from fakes import run_in_threads  # noqa: E402
 from rebuttal.server import create_app  # noqa: E402
 from rebuttal.server.auth import create_key, verify_key  # noqa: E402
 from rebuttal.server.db import Database, Job, JobItem, ResultRow  # noqa: E402
@@ -84,11 +85,7 @@ def test_redis_buckets_are_shared_refill_and_never_overdraw():
     # 40 threads racing for a fresh bucket of 10 tokens: exactly 10 win
     race = RedisRateLimiter(fakeredis.FakeRedis(server=server), per_minute=1, burst=10, clock=lambda: now[0])
     won = []
-    threads = [threading.Thread(target=lambda: won.append(race.acquire("burst") == 0.0)) for _ in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_in_threads(lambda: won.append(race.acquire("burst") == 0.0), 40) == []
     assert sum(won) == 10
 
 
@@ -144,20 +141,10 @@ def test_upgrade_from_the_pre_alembic_schema_keeps_the_queue(tmp_path):
 
 
 def test_instances_starting_together_on_a_fresh_database_take_turns_migrating(db_url):
-    errors: list[str] = []
-
     def start():
-        try:
-            assert Database(db_url).init() == 2
-        except Exception as exc:  # noqa: BLE001 - collected and asserted below
-            errors.append(repr(exc))
+        assert Database(db_url).init() == 2
 
-    threads = [threading.Thread(target=start) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(start, 3) == []
 
 
 class Blocking(FakeServices):

@@ -25,6 +25,7 @@ from test_server_api import FakeServices, make_settings  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from conftest import fresh_database_url  # noqa: E402
+from fakes import run_in_threads, wait_until_ok  # noqa: E402
 from rebuttal.server import create_app  # noqa: E402
 from rebuttal.server.auth import create_key, revoke_key, set_role  # noqa: E402
 from rebuttal.server.db import Database, RateBucket, RequestLog, utcnow  # noqa: E402
@@ -157,19 +158,8 @@ def test_database_bucket_is_taken_in_the_callers_transaction(db):
 
 def test_concurrent_writers_never_overdraw_a_fresh_bucket(db):
     limiter = DatabaseRateLimiter(db, per_minute=1, burst=10, clock=lambda: 1000.0)
-    won, errors = [], []
-
-    def racer():
-        try:
-            won.append(limiter.acquire("burst") == 0.0)
-        except Exception as exc:  # noqa: BLE001 - collected and asserted below
-            errors.append(repr(exc))
-
-    threads = [threading.Thread(target=racer) for _ in range(40)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    won = []
+    errors = run_in_threads(lambda: won.append(limiter.acquire("burst") == 0.0), 40)
     assert errors == [] and sum(won) == 10 and len(won) == 40
 
 
@@ -212,13 +202,7 @@ def test_serve_with_two_workers_answers_and_shares_the_rate_limit(tmp_path):
                                "--workers", "2", "--no-preload", "--rate-per-minute", "1", "--rate-burst", "4",
                                "--log-level", "warning"], env=env, cwd=ROOT)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+        assert wait_until_ok(f"http://127.0.0.1:{port}/v1/health", 120, server), "serve --workers 2 did not start"
         codes = [httpx.get(f"http://127.0.0.1:{port}/v1/review", headers={"X-API-Key": key}, timeout=30).status_code
                  for _ in range(6)]
         assert codes == [200, 200, 200, 200, 429, 429]  # one bucket of 4 for both processes

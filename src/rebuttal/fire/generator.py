@@ -30,28 +30,31 @@ from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, Tr
 # A draft failing one of these cannot be posted; the others need a light edit at most.
 SEVERE = {"relevance", "contradiction", "faithfulness", "script", "truncation", "repetition"}
 REGENERATION_TEMPERATURE = 0.7
-OPEN_REPLY = re.compile(r'"reply"\s*:\s*"((?:[^"\\]|\\.)*)')  # the reply field, closed or not
+
+
+def _string_field(raw: str, name: str, closed: bool) -> str | None:
+    """A JSON string field of `raw` (unescaped), also when the text stops inside it (closed=False)."""
+    found = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.)*)' + ('"' if closed else ""), raw or "")
+    if not found:
+        return None
+    body = found.group(1)
+    for cut in (len(body), len(body) - 1):  # a cut right after a backslash leaves a broken escape
+        try:
+            return json.loads(f'"{body[:cut]}"')
+        except json.JSONDecodeError:
+            continue
+    return None
 
 
 def salvage_reply(raw: str) -> ReplyDraft | None:
     """The reply of an invalid JSON answer, mostly one cut off by the token limit (the 1.5B
     model sometimes writes on past 60 words): its text so far, for `first_sentences` to keep
     the complete sentences of."""
-    found = OPEN_REPLY.search(raw or "")
-    if not found:
+    text = _string_field(raw, "reply", closed=False)
+    if text is None:
         return None
-    body = found.group(1)
-    for cut in (len(body), len(body) - 1):  # a cut right after a backslash leaves a broken escape
-        try:
-            text = json.loads(f'"{body[:cut]}"')
-            break
-        except json.JSONDecodeError:
-            continue
-    else:
-        return None
-    claim = re.search(r'"claim"\s*:\s*"((?:[^"\\]|\\.)*)"', raw)
     try:
-        return ReplyDraft(claim=json.loads(f'"{claim.group(1)}"')[:200] if claim else "", reply=text)
+        return ReplyDraft(claim=(_string_field(raw, "claim", closed=True) or "")[:200], reply=text)
     except ValueError:  # too short to be a reply
         return None
 
