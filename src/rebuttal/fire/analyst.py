@@ -20,7 +20,7 @@ from collections import Counter
 from enum import StrEnum
 
 from rebuttal.fire.assessor import Assessment
-from rebuttal.fire.prompting import AnalystOutput, post_prefix, prompt
+from rebuttal.fire.prompting import AnalystOutput, post_prefix, prompt, quote_post
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
 from rebuttal.types import Analysis, CategoryVote, HateType, Trace, TraceStep
 
@@ -71,11 +71,36 @@ def decide_category(proposed: HateType, override_reason: str | None, assessment:
     return view.predicted, f"model chose {proposed.value} outside the candidates without a reason"
 
 
+class GateVote(StrEnum):
+    """What the LLM's vote on hatefulness is, where the gate lets it decide (below `sure`)."""
+
+    stance = "stance"  # one more one-letter call: attacks / supports / quotes to reject / neutral (default)
+    analyst = "analyst"  # the analyst answers category `none`
+
+
+def ask_stance(model: ChatModel, post: str, trace: Trace) -> bool:
+    """The stance question, on its own short system text: after FIRE's (a counterspeech team and
+    the hate categories) the 1.5B model called almost every post an attack. True unless the
+    model answers B, C or D; any other answer is no veto, noted in the trace."""
+    task = prompt("stance")
+    messages = [{"role": "system", "content": prompt("stance_system").template.strip()},
+                {"role": "user", "content": task.render(post=quote_post(post)).strip()}]
+    completion = model.generate(messages, max_tokens=3)
+    step = trace.add(TraceStep(stage="stance", model=model.name, prompt_version=task.version,
+                               latency_s=completion.latency_s, usage=completion.usage))
+    answer = completion.text.strip()[:1].upper()
+    chosen = answer in ("A", "B", "C", "D")
+    step.notes.append(f"answer {completion.text.strip()[:12]!r}" + ("" if chosen else ": not a choice, so no veto"))
+    return answer not in ("B", "C", "D")
+
+
 class Analyst:
-    def __init__(self, model: ChatModel, policy: CategoryPolicy = CategoryPolicy.learned, max_tokens: int = 200):
+    def __init__(self, model: ChatModel, policy: CategoryPolicy = CategoryPolicy.learned, max_tokens: int = 200,
+                 vote: GateVote = GateVote.stance):
         self.model = model
         self.policy = policy
         self.max_tokens = max_tokens
+        self.vote = GateVote(vote)
 
     def messages(self, post: str, assessment: Assessment) -> tuple[list[Message], str]:
         task = prompt("analyst")
@@ -95,6 +120,9 @@ class Analyst:
         output = result.value
         step.notes.append(f"model category: {output.category.value}")
         llm_hateful = output.hate_type is not None
+        gate = assessment.gate
+        if self.vote is GateVote.stance and gate is not None and gate.hateful and gate.score < gate.sure:
+            llm_hateful = ask_stance(self.model, post, trace)  # only where the vote can change the outcome
         proposed = output.hate_type or given_category(assessment, self.policy) or HateType.nonfactual
         category, note = decide_category(proposed, output.override_reason, assessment, self.policy)
         if note:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rebuttal.fire.analyst import Analyst, CategoryPolicy
+from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
@@ -39,6 +39,10 @@ class FireSettings:
     use_evidence: bool = True
     use_analyst: bool = True
     analyst_max_tokens: int = 200
+    # The LLM's vote where the gate lets it decide (its band, below `sure`): the stance question,
+    # one more ~1 s call (HateCheck dev FPR en 0.40 -> 0.33, zh 0.61 -> 0.45 against the analyst's
+    # `none`, same recall on silver dev; benchmarks/results/gate_llm.md), or the analyst's `none`.
+    gate_vote: GateVote = GateVote.stance
     reply_max_tokens: int = 200
 
     @property
@@ -82,7 +86,7 @@ class FirePipeline:
                                  category_memory if self.memory is not None else None)
         if not self.settings.use_analyst and category_model is None and self.memory is None:
             raise ValueError("the no-analyst ablation needs the category model or the memory")
-        self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens)
+        self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens, self.settings.gate_vote)
         self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations)
 
     # ------------------------------------------------------------------ public API

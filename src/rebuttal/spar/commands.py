@@ -10,7 +10,7 @@ import typer
 
 from rebuttal.llm import LLMError, MissingBackend
 from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
-from rebuttal.llm.registry import ModelRegistryError
+from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, model_path
 from rebuttal.spar.lexicon import LexiconError
 from rebuttal.spar.pipeline import default_parser
 from rebuttal.spar.vocab import Track
@@ -65,6 +65,18 @@ def spar_group() -> None:
     """SPAR-Hate tools (mounted as `rebuttal spar`)."""
 
 
+def _gguf(vectors: str) -> Path | None:
+    """A GGUF path as given, the file of an embedded model named in the registry, or None."""
+    if vectors.lower() == "none":
+        return None
+    if Path(vectors).is_file():
+        return Path(vectors)
+    try:
+        return model_path(vectors)
+    except ModelRegistryError as exc:
+        raise ModelRegistryError(f"{exc} (train without start vectors: --vectors none)") from None
+
+
 @spar_app.command("train")
 def train_command(
     track: Annotated[Track, typer.Option("--track", help="en-main (TBO JSONL) | zh-main | zh-quad (STATE-ToxiCN JSON)")],
@@ -74,8 +86,11 @@ def train_command(
     kind: Annotated[str | None, typer.Option("--kind", help="minilm | char (default: minilm for en, char for zh)")] = None,
     encoder: Annotated[str, typer.Option("--encoder", help="char models: bilstm | cnn")] = "bilstm",
     bigrams: Annotated[bool, typer.Option("--bigrams/--no-bigrams", help="char models: character-bigram embeddings")] = True,
+    words: Annotated[bool, typer.Option("--words/--no-words", help="char models: jieba word positions")] = True,
     lexicon: Annotated[Path | None, typer.Option("--lexicon", help="zh: STATE-ToxiCN lexicon JSON as a feature.")] = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="Default: 4 (minilm), 12 (char).")] = None,
+    vectors: Annotated[str, typer.Option("--vectors", help="char models: start the character vectors from a GGUF's "
+                                         "token embeddings: a path, an embedded model name, or none.")] = DEFAULT_MODEL,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Default: 4 (minilm), 16 (char).")] = None,
     dev_size: Annotated[int, typer.Option("--dev-size", help="Posts held out for evaluation.")] = 300,
     val_size: Annotated[int, typer.Option("--val-size", help="Posts held out to choose the epoch.")] = 250,
     seed: Annotated[int | None, typer.Option("--seed", help="Split seed (default: the project's fixed seed).")] = None,
@@ -88,10 +103,11 @@ def train_command(
     from rebuttal.spar.tagger.train import SPLIT_SEED, TrainSettings, train_tagger
 
     try:
-        settings = TrainSettings(track=Track(track).value, kind=kind, encoder=encoder, bigrams=bigrams, lexicon=lexicon,
-                                 epochs=epochs, dev_size=dev_size, val_size=val_size,
+        settings = TrainSettings(track=Track(track).value, kind=kind, encoder=encoder, bigrams=bigrams, words=words,
+                                 lexicon=lexicon, epochs=epochs, dev_size=dev_size, val_size=val_size,
                                  seed=SPLIT_SEED if seed is None else seed, threads=threads)
+        settings.vectors = _gguf(vectors) if settings.kind == "char" else None
         train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)
-    except (GoldFormatError, LexiconError, MissingTorch, ValueError, OSError) as exc:
+    except (GoldFormatError, LexiconError, MissingTorch, ModelRegistryError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

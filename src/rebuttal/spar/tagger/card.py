@@ -27,12 +27,24 @@ def _options(config: dict) -> str:
             parts.append("--encoder cnn")
         if "bigrams" not in encoder:
             parts.append("--no-bigrams")
+        if "word positions" not in encoder:
+            parts.append("--no-words")
         if config.get("lexicon"):
             parts.append(f"--lexicon <{config['lexicon']}>")
+        if not config.get("init"):
+            parts.append("--vectors none")
     epochs = config.get("training", {}).get("epochs")
     if epochs:
         parts.append(f"--epochs {epochs}")
     return "".join(" " + p for p in parts)
+
+
+def _init_lines(init: dict | None) -> list[str]:
+    if not init:
+        return []
+    return [f"- start vectors: {init['chars']} characters and {init['bigrams']} character pairs from the input "
+            f"token embeddings of {init['vectors_from']} ({init['width']} wide, PCA-reduced, then trained). "
+            "Qwen2.5-Coder-1.5B-Instruct is Apache-2.0; the data's licence below is the binding one."]
 
 
 def write_card(folder: str | Path) -> Path:
@@ -49,7 +61,8 @@ def write_card(folder: str | Path) -> Path:
         "## Model",
         f"- kind: {config['kind']}; encoder: {config.get('encoder')}"
         + (f"; lexicon feature from {config['lexicon']}" if config.get("lexicon") else ""),
-        f"- groups: {' | '.join(config['groups']) or '(none: three-field track)'}", "",
+        f"- groups: {' | '.join(config['groups']) or '(none: three-field track)'}",
+        *_init_lines(config.get("init")), "",
         "## Data and split",
         f"- trained on `{config.get('data')}` (the shared gold training file, as it is)",
         f"- split seed {split.get('seed')}: {split.get('train')} train / {split.get('val')} validation "

@@ -22,16 +22,35 @@ CONFIG, WEIGHTS = "config.json", "weights.pt"
 DECODE = {"merge_gap": 0, "target_gap": 0, "min_chars": 0, "max_tuples": 0}
 
 
-class CharFeaturizer:
-    """One unit per character; ids from the training vocabulary (1 = unknown, 0 = padding) and
-    the lexicon feature (0 outside a slang term, 1 its first character, 2 inside)."""
+def _jieba():
+    jieba = require("jieba", "train")
+    jieba.setLogLevel(60)  # no "Building prefix dict" lines on stderr
+    return jieba
 
-    def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None):
+
+def word_positions(text: str) -> list[int]:
+    """jieba's word segmentation as one id per character: 1 a one-character word, 2 a word's first
+    character, 3 inside, 4 last. Character models see word boundaries they cannot learn from
+    6k posts; jieba's dictionary ships inside its wheel."""
+    out: list[int] = []
+    for word in _jieba().cut(text):
+        out += [1] if len(word) == 1 else [2] + [3] * (len(word) - 2) + [4]
+    return (out + [1] * len(text))[:len(text)]
+
+
+class CharFeaturizer:
+    """One unit per character; ids from the training vocabulary (1 = unknown, 0 = padding), the
+    lexicon feature (0 outside a slang term, 1 its first character, 2 inside) and optionally
+    character bigrams and jieba word positions."""
+
+    def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None,
+                 words: bool = False):
         self.vocab, self.terms = vocab, sorted(set(terms), key=len, reverse=True)
         self.bigrams = bigrams or {}  # character pairs (seen twice in training) → id; empty = off
+        self.words = words
 
     @classmethod
-    def build(cls, texts: list[str], terms: list[str], bigrams: bool = True) -> CharFeaturizer:
+    def build(cls, texts: list[str], terms: list[str], bigrams: bool = True, words: bool = False) -> CharFeaturizer:
         counts: dict[str, int] = {}
         pairs: dict[str, int] = {}
         for text in texts:
@@ -40,7 +59,7 @@ class CharFeaturizer:
                 pairs[text[i:i + 2]] = pairs.get(text[i:i + 2], 0) + 1
         chars = sorted(counts)
         kept = sorted(b for b, n in pairs.items() if n >= 2 and len(b) == 2) if bigrams else []
-        return cls({ch: i + 2 for i, ch in enumerate(chars)}, terms, {b: i + 2 for i, b in enumerate(kept)})
+        return cls({ch: i + 2 for i, ch in enumerate(chars)}, terms, {b: i + 2 for i, b in enumerate(kept)}, words)
 
     def features(self, text: str) -> tuple[dict[str, list[int]], list[L.Unit], list[int]]:
         text = text[:MAX_CHARS]
@@ -56,10 +75,12 @@ class CharFeaturizer:
         if self.bigrams:  # the pair starting here and the pair ending here
             feats["bi_next"] = [self.bigrams.get(text[i:i + 2], 1) for i in range(len(text))]
             feats["bi_prev"] = [self.bigrams.get(text[i - 1:i + 1], 1) if i else 1 for i in range(len(text))]
+        if self.words:
+            feats["words"] = word_positions(text)
         return feats, [(i, i + 1) for i in range(len(text))], list(range(len(text)))
 
     def state(self) -> dict:
-        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams}
+        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams, "words": self.words}
 
 
 class PieceFeaturizer:
@@ -114,7 +135,7 @@ class SpanTagger:
         if self.kind == "minilm":
             return self.model(inputs["ids"], inputs["mask"])
         bigrams = (inputs["bi_next"], inputs["bi_prev"]) if "bi_next" in inputs else None
-        return self.model(inputs["ids"], inputs["lex"], inputs["mask"], bigrams)
+        return self.model(inputs["ids"], inputs["lex"], inputs["mask"], bigrams, inputs.get("words"))
 
     def predict(self, texts: list[str], batch_size: int = 32) -> list[list[SparTuple]]:
         return [self.decode(text, units, probs) for text, (units, probs) in zip(texts, self.probabilities(texts, batch_size))]
@@ -191,7 +212,7 @@ def load_tagger(folder: str | Path) -> SpanTagger:
     else:
         model = models.CharTagger(models.CharConfig(**config["char_config"]))
         state = config["featurizer"]
-        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"))
+        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False))
     model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
     meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

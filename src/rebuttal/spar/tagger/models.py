@@ -59,11 +59,12 @@ class CharConfig:
     dropout: float = 0.25
     bigram_size: int = 0  # 0 = no character-bigram embeddings
     bigram_dim: int = 64
+    word_dim: int = 0  # 0 = no jieba word-position feature
 
 
 class CharTagger(nn.Module):
     """Characters, optional character bigrams (the pair starting and the pair ending at each
-    character) and a 3-way lexicon feature (outside / first char / inside a slang term) →
+    character), optional jieba word positions and a 3-way lexicon feature (outside / first char / inside a slang term) →
     BiLSTM or a dilated CNN → heads."""
 
     def __init__(self, cfg: CharConfig):
@@ -72,7 +73,8 @@ class CharTagger(nn.Module):
         self.chars = nn.Embedding(cfg.vocab_size, cfg.char_dim, padding_idx=0)
         self.lexicon = nn.Embedding(3, cfg.lex_dim)
         self.bigrams = nn.Embedding(cfg.bigram_size, cfg.bigram_dim, padding_idx=0) if cfg.bigram_size else None
-        width = cfg.char_dim + cfg.lex_dim + (2 * cfg.bigram_dim if cfg.bigram_size else 0)
+        self.words = nn.Embedding(5, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
+        width = cfg.char_dim + cfg.lex_dim + (2 * cfg.bigram_dim if cfg.bigram_size else 0) + cfg.word_dim
         self.embed_dropout = nn.Dropout(cfg.dropout)
         if cfg.encoder == "bilstm":
             self.encoder = nn.LSTM(width, cfg.hidden, num_layers=2, batch_first=True, bidirectional=True,
@@ -84,10 +86,12 @@ class CharTagger(nn.Module):
             raise ValueError(f"unknown char encoder {cfg.encoder!r}; choose bilstm or cnn")
         self.heads = Heads(2 * cfg.hidden, cfg.n_groups, cfg.dropout)
 
-    def forward(self, ids, lex, mask, bigrams=None) -> dict:
+    def forward(self, ids, lex, mask, bigrams=None, words=None) -> dict:
         parts = [self.chars(ids), self.lexicon(lex)]
         if self.bigrams is not None:
             parts += [self.bigrams(bigrams[0]), self.bigrams(bigrams[1])]
+        if self.words is not None:
+            parts.append(self.words(words))
         x = self.embed_dropout(torch.cat(parts, dim=-1))
         if self.cfg.encoder == "bilstm":
             lengths = mask.sum(1).clamp(min=1).cpu()

@@ -2,8 +2,9 @@
 JSONL), with a held-out dev split and a validation split carved from it with a fixed seed.
 
 Defaults: English fine-tunes the packaged MiniLM (word pieces); Chinese trains a character
-BiLSTM from scratch with the slang lexicon as a feature (`encoder="cnn"` is the cheaper
-alternative). One thread by default: the machine is shared.
+BiLSTM with character bigrams, jieba word positions and the slang lexicon as features, its
+character vectors started from the chat model's token embeddings (`--vectors`, pretrained.py;
+`encoder="cnn"` is the cheaper alternative). One thread by default: the machine is shared.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
 SPLIT_SEED = 20261130
 VAL_METRIC = "mean of hard and soft (target, argument, label) F1"
 DEFAULTS = {"minilm": {"epochs": 4, "lr": 5e-5, "head_lr": 1e-3, "batch_size": 16},
-            "char": {"epochs": 12, "lr": 2e-3, "head_lr": 2e-3, "batch_size": 32}}
+            "char": {"epochs": 16, "lr": 2e-3, "head_lr": 2e-3, "batch_size": 32}}
 
 
 @dataclass
@@ -37,7 +38,9 @@ class TrainSettings:
     kind: str | None = None  # minilm | char (default: minilm for English, char for Chinese)
     encoder: str = "bilstm"  # char models: bilstm | cnn
     bigrams: bool = True  # char models: character-bigram embeddings
+    words: bool = True  # char models: jieba word positions as a feature
     lexicon: Path | None = None  # STATE-ToxiCN lexicon JSON (Chinese lexicon feature)
+    vectors: Path | None = None  # char models: a GGUF whose token embeddings start the char vectors
     epochs: int | None = None
     lr: float | None = None
     batch_size: int | None = None
@@ -84,10 +87,17 @@ def build_tagger(s: TrainSettings, train: list[GoldPost], groups: list[str]) -> 
         base = str(minilm_path())
         return SpanTagger("minilm", s.track, groups, models.MiniLMTagger(base, len(groups)), PieceFeaturizer(base))
     terms = [e.term for e in load_lexicon(s.lexicon).entries] if s.lexicon else []
-    featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams)
+    featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams, words=s.words)
     config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=len(groups), encoder=s.encoder,
-                               bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0)
-    return SpanTagger("char", s.track, groups, models.CharTagger(config), featurizer)
+                               bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0,
+                               word_dim=16 if s.words else 0)
+    model = models.CharTagger(config)
+    meta = {}
+    if s.vectors:
+        from rebuttal.spar.tagger.pretrained import initialise
+
+        meta["init"] = initialise(model, featurizer, s.vectors)
+    return SpanTagger("char", s.track, groups, model, featurizer, meta)
 
 
 def _optimizer(tagger: SpanTagger, s: TrainSettings, torch):
@@ -168,11 +178,13 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
     log(f"{tagger.name}: {len(train)} train / {len(val)} validation / {len(dev)} dev posts (seed {settings.seed})")
     report = fit(tagger, train, val, settings, log)
     report.update(tune_decoding(tagger, val, log))
-    tagger.meta = {"decode": report["decode"],
+    tagger.meta = {"decode": report["decode"], "init": tagger.meta.get("init"),
         "data": Path(data).name, "split": {"seed": settings.seed, "train": len(train), "val": len(val),
                                             "dev": len(dev), "dev_ids": [p.id for p in dev],
                                             "val_ids": [p.id for p in val]},
         "encoder": (settings.encoder + (" + char bigrams" if settings.bigrams else "")
+                    + (" + jieba word positions" if settings.words else "")
+                    + (" (vectors from the chat model's token embeddings)" if settings.vectors else "")
                     if settings.kind == "char" else "all-MiniLM-L6-v2"),
         "lexicon": settings.lexicon.name if settings.lexicon else None,
         "training": {"epochs": settings.epochs, "lr": settings.lr, "batch_size": settings.batch_size,
