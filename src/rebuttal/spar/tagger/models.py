@@ -64,8 +64,8 @@ class CharConfig:
 
 class CharTagger(nn.Module):
     """Characters, optional character bigrams (the pair starting and the pair ending at each
-    character), optional jieba word positions and a 3-way lexicon feature (outside / first char / inside a slang term) →
-    BiLSTM or a dilated CNN → heads."""
+    character), optional jieba word positions and a 3-way lexicon feature (outside / first char /
+    inside a slang term) → BiLSTM or a dilated CNN → heads."""
 
     def __init__(self, cfg: CharConfig):
         super().__init__()
