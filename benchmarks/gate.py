@@ -115,8 +115,6 @@ def recorded_held_out(gate, lang: str, hatecheck, name: str) -> np.ndarray:
 
 def row(lang, name, hatecheck, held_out, in_sample, threshold) -> str:
     r_out, f_out, _, _ = rates(hatecheck, held_out, threshold)
-    if in_sample is None:
-        return f"| {lang} | {name} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | | |"
     r_in, f_in, _, _ = rates(hatecheck, in_sample, threshold)
     return f"| {lang} | {name} | {threshold:.2f} | {r_out:.3f} | {f_out:.3f} | {r_in:.3f} | {f_in:.3f} |"
 

@@ -83,25 +83,33 @@ def stance_vote(pipeline, text: str) -> dict:
     return {"llm_hateful": hateful, "fallback": "not a choice" in note, "answer": note}
 
 
-def llm_votes(pipeline, rows, indices: list[int], lang: str, kind: str) -> dict[int, dict]:
-    """One kind of vote on each sampled case, cached by case index (an interrupted run resumes)."""
+VOTERS = {"analyst": analyst_vote, "stance": stance_vote}
+
+
+def cached_votes(pipeline, path: Path, cases: dict, kind: str, key_field: str) -> dict:
+    """The `kind` vote on each case (key -> text), cached in `path` by `key_field` (an
+    interrupted run resumes; a cached vote counts only for the same text)."""
     VOTES.mkdir(parents=True, exist_ok=True)
-    path = VOTES / (f"{lang}.jsonl" if kind == "analyst" else f"{lang}-{kind}.jsonl")
-    cached = {v["index"]: v for v in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
+    cached = {v[key_field]: v for v in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
     with path.open("a", encoding="utf-8") as out:
-        for n, i in enumerate(indices, 1):
-            if i in cached and cached[i]["text"] == rows[i].text:
+        for n, (key, text) in enumerate(cases.items(), 1):
+            if key in cached and cached[key]["text"] == text:
                 continue
             started = time.perf_counter()
-            vote = {"index": i, "text": rows[i].text,
-                    **(analyst_vote if kind == "analyst" else stance_vote)(pipeline, rows[i].text),
+            vote = {key_field: key, "text": text, **VOTERS[kind](pipeline, text),
                     "seconds": round(time.perf_counter() - started, 2)}
-            cached[i] = vote
+            cached[key] = vote
             out.write(json.dumps(vote, ensure_ascii=False) + "\n")
             out.flush()
-            print(f"{lang} {kind} {n}/{len(indices)}: {'hateful' if vote['llm_hateful'] else 'none'} ({vote['seconds']}s)",
+            print(f"{path.stem} {n}/{len(cases)}: {'hateful' if vote['llm_hateful'] else 'none'} ({vote['seconds']}s)",
                   flush=True)
-    return {i: cached[i] for i in indices}
+    return {key: cached[key] for key in cases}
+
+
+def llm_votes(pipeline, rows, indices: list[int], lang: str, kind: str) -> dict[int, dict]:
+    """One kind of vote on each sampled HateCheck case, by case index."""
+    path = VOTES / (f"{lang}.jsonl" if kind == "analyst" else f"{lang}-{kind}.jsonl")
+    return cached_votes(pipeline, path, {i: rows[i].text for i in indices}, kind, "index")
 
 
 def silver_band(pipeline) -> list[dict]:
@@ -116,18 +124,12 @@ def silver_band(pipeline) -> list[dict]:
         gate = pipeline.assessor.assess(text, Trace()).gate
         if gate is not None and gate.hateful and gate.score < gate.sure:
             band.append(text)
-    votes = {}
+    out = []
     for kind in VOTES_KINDS:
-        path = VOTES / f"silver-{kind}.jsonl"
-        cached = {v["text"]: v for v in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
-        with path.open("a", encoding="utf-8") as out:
-            for text in band:
-                if text not in cached:
-                    cached[text] = {"text": text, **(analyst_vote if kind == "analyst" else stance_vote)(pipeline, text)}
-                    out.write(json.dumps(cached[text], ensure_ascii=False) + "\n")
-        votes[kind] = [cached[text] for text in band]
-    return [{"posts": len(posts), "band": len(band), "kind": kind,
-             "vetoed": sum(not v["llm_hateful"] for v in votes[kind])} for kind in VOTES_KINDS]
+        votes = cached_votes(pipeline, VOTES / f"silver-{kind}.jsonl", {t: t for t in band}, kind, "text")
+        out.append({"posts": len(posts), "band": len(band), "kind": kind,
+                    "vetoed": sum(not v["llm_hateful"] for v in votes.values())})
+    return out
 
 
 def combined(rows, scores, gate, votes: dict[int, dict]) -> dict[str, dict]:

@@ -89,9 +89,9 @@ class HateGate:
                 head = data[f"{lang}_head"]  # gates saved before `sure` existed have three values
                 gates[lang] = LanguageGate(data[f"{lang}_coef"], float(head[0]), float(head[1]), bool(head[2]),
                                            float(head[3]) if len(head) > 3 else 1.01)
-                if any(name.startswith(f"{lang}_tokens.") for name in data.files):
-                    prefix = f"{lang}_tokens."
-                    gates[lang].head = head_from_arrays({n: data[n] for n in data.files if n.startswith(prefix)}, prefix)
+                prefix = f"{lang}_tokens."
+                if any(name.startswith(prefix) for name in data.files):
+                    gates[lang].head = head_from_arrays(data, prefix)  # it reads only the prefixed arrays
             return cls(gates, json.loads(str(data["meta"])))
 
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from rebuttal.optional import require
 
 EMBEDDING_TENSOR = "token_embd.weight"
 
 
-def token_vectors(gguf_path: str | Path, strings: list[str]) -> "np.ndarray":  # noqa: F821
+def token_vectors(gguf_path: str | Path, strings: list[str]) -> np.ndarray:
     """One row per string: the mean of the input embeddings of the tokens it is split into."""
     gguf = require("gguf", "train")
-    np = require("numpy", "train")
     llama_cpp = require("llama_cpp", "llama")
     vocab = llama_cpp.Llama(str(gguf_path), vocab_only=True, verbose=False)
     pieces = [vocab.tokenize(s.encode("utf-8"), add_bos=False, special=False) or [] for s in strings]
@@ -37,11 +38,10 @@ def token_vectors(gguf_path: str | Path, strings: list[str]) -> "np.ndarray":  #
     return out
 
 
-def reduced(vectors: "np.ndarray", width: int, seed: int = 0) -> "np.ndarray":  # noqa: F821
+def reduced(vectors: np.ndarray, width: int, seed: int = 0) -> np.ndarray:
     """PCA to `width` columns, scaled to unit variance per entry (like nn.Embedding's N(0, 1)).
     With fewer rows than `width` (a tiny vocabulary) the missing columns start at zero."""
     decomposition = require("sklearn.decomposition", "train")
-    np = require("numpy", "train")
     kept = min(width, *vectors.shape)
     low = decomposition.PCA(n_components=kept, random_state=seed).fit_transform(vectors)
     low = low / (low.std() + 1e-8)
