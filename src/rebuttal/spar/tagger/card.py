@@ -33,16 +33,23 @@ def _options(config: dict) -> str:
             parts.append(f"--lexicon <{config['lexicon']}>")
         if not config.get("init"):
             parts.append("--vectors none")
+        if config["featurizer"].get("context_model"):
+            parts.append(f"--context {config['featurizer']['context_model']}")
     epochs = config.get("training", {}).get("epochs")
     if epochs:
         parts.append(f"--epochs {epochs}")
     return "".join(" " + p for p in parts)
 
 
-def _init_lines(init: dict | None) -> list[str]:
+def _init_lines(init: dict | None, context: str | None) -> list[str]:
+    lines = []
+    if context:
+        lines.append(f"- contextual feature: the last hidden states of {context} (llama.cpp embedding mode), "
+                     "computed for every post at parse time (~0.4 s a post on 2 threads): that GGUF must be "
+                     "installed wherever this tagger runs (Qwen2.5-Coder is Apache-2.0).")
     if not init:
-        return []
-    return [f"- start vectors: {init['chars']} characters and {init['bigrams']} character pairs from the input "
+        return lines
+    return lines + [f"- start vectors: {init['chars']} characters and {init['bigrams']} character pairs from the input "
             f"token embeddings of {init['vectors_from']} ({init['width']} wide, PCA-reduced, then trained). "
             "Qwen2.5-Coder-1.5B-Instruct is Apache-2.0; the data's licence below is the binding one."]
 
@@ -62,7 +69,7 @@ def write_card(folder: str | Path) -> Path:
         f"- kind: {config['kind']}; encoder: {config.get('encoder')}"
         + (f"; lexicon feature from {config['lexicon']}" if config.get("lexicon") else ""),
         f"- groups: {' | '.join(config['groups']) or '(none: three-field track)'}",
-        *_init_lines(config.get("init")), "",
+        *_init_lines(config.get("init"), config["featurizer"].get("context_model")), "",
         "## Data and split",
         f"- trained on `{config.get('data')}` (the shared gold training file, as it is)",
         f"- split seed {split.get('seed')}: {split.get('train')} train / {split.get('val')} validation "

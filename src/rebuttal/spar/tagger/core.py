@@ -41,13 +41,15 @@ def word_positions(text: str) -> list[int]:
 class CharFeaturizer:
     """One unit per character; ids from the training vocabulary (1 = unknown, 0 = padding), the
     lexicon feature (0 outside a slang term, 1 its first character, 2 inside) and optionally
-    character bigrams and jieba word positions."""
+    character bigrams, jieba word positions and the chat model's contextual states
+    (`context`, a ContextualStates; `context_model` names its GGUF in config.json)."""
 
     def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None,
-                 words: bool = False):
+                 words: bool = False, context=None, context_model: str | None = None):
         self.vocab, self.terms = vocab, sorted(set(terms), key=len, reverse=True)
         self.bigrams = bigrams or {}  # character pairs (seen twice in training) → id; empty = off
         self.words = words
+        self.context, self.context_model = context, context_model
 
     @classmethod
     def build(cls, texts: list[str], terms: list[str], bigrams: bool = True, words: bool = False) -> CharFeaturizer:
@@ -77,10 +79,13 @@ class CharFeaturizer:
             feats["bi_prev"] = [self.bigrams.get(text[i - 1:i + 1], 1) if i else 1 for i in range(len(text))]
         if self.words:
             feats["words"] = word_positions(text)
+        if self.context is not None:
+            feats["ctx"] = self.context.char_states(text)
         return feats, [(i, i + 1) for i in range(len(text))], list(range(len(text)))
 
     def state(self) -> dict:
-        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams, "words": self.words}
+        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams, "words": self.words,
+                "context_model": self.context_model}
 
 
 class PieceFeaturizer:
@@ -106,12 +111,13 @@ class PieceFeaturizer:
 def collate(rows: list[tuple[dict, list[int], L.Encoded | None]], torch) -> tuple[dict, dict | None]:
     """Pad a batch: inputs, mask and (when encoded gold is given) per-head labels."""
     width = max(len(r[0]["ids"]) for r in rows)
-    inputs = {key: torch.zeros(len(rows), width, dtype=torch.long) for key in rows[0][0]}
+    inputs = {key: torch.zeros(len(rows), width, *value.shape[1:]) if key == "ctx"  # float vectors
+              else torch.zeros(len(rows), width, dtype=torch.long) for key, value in rows[0][0].items()}
     mask = torch.zeros(len(rows), width, dtype=torch.long)
     labels = {name: torch.full((len(rows), width), L.IGNORE, dtype=torch.long) for name in L.Encoded.__annotations__}
     for b, (feats, positions, enc) in enumerate(rows):
         for key, values in feats.items():
-            inputs[key][b, :len(values)] = torch.tensor(values)
+            inputs[key][b, :len(values)] = torch.as_tensor(values)
         mask[b, :len(feats["ids"])] = 1
         if enc is not None and positions:
             index = torch.tensor(positions)
@@ -135,7 +141,7 @@ class SpanTagger:
         if self.kind == "minilm":
             return self.model(inputs["ids"], inputs["mask"])
         bigrams = (inputs["bi_next"], inputs["bi_prev"]) if "bi_next" in inputs else None
-        return self.model(inputs["ids"], inputs["lex"], inputs["mask"], bigrams, inputs.get("words"))
+        return self.model(inputs["ids"], inputs["lex"], inputs["mask"], bigrams, inputs.get("words"), inputs.get("ctx"))
 
     def predict(self, texts: list[str], batch_size: int = 32) -> list[list[SparTuple]]:
         return [self.decode(text, units, probs) for text, (units, probs) in zip(texts, self.probabilities(texts, batch_size))]
@@ -196,6 +202,14 @@ class SpanTagger:
         return folder
 
 
+def open_context(model: str, cache: str | Path | None = None):
+    """The ContextualStates of an embedded model's name (or a GGUF path)."""
+    from rebuttal.llm.registry import model_path
+    from rebuttal.spar.tagger.contextual import ContextualStates
+
+    return ContextualStates(Path(model) if Path(model).is_file() else model_path(model), cache=cache)
+
+
 def load_tagger(folder: str | Path) -> SpanTagger:
     """A tagger saved by `rebuttal spar train`."""
     folder = Path(folder)
@@ -212,7 +226,10 @@ def load_tagger(folder: str | Path) -> SpanTagger:
     else:
         model = models.CharTagger(models.CharConfig(**config["char_config"]))
         state = config["featurizer"]
-        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False))
+        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False),
+                                    context_model=state.get("context_model"))
+        if featurizer.context_model:
+            featurizer.context = open_context(featurizer.context_model)
     model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
     meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

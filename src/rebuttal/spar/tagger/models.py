@@ -60,12 +60,15 @@ class CharConfig:
     bigram_size: int = 0  # 0 = no character-bigram embeddings
     bigram_dim: int = 64
     word_dim: int = 0  # 0 = no jieba word-position feature
+    context_dim: int = 0  # width of the chat model's hidden states; 0 = not used
+    context_out: int = 128
 
 
 class CharTagger(nn.Module):
     """Characters, optional character bigrams (the pair starting and the pair ending at each
-    character), optional jieba word positions and a 3-way lexicon feature (outside / first char /
-    inside a slang term) → BiLSTM or a dilated CNN → heads."""
+    character), optional jieba word positions, optional contextual states of the chat model and a
+    3-way lexicon feature (outside / first char / inside a slang term) → BiLSTM or a dilated CNN
+    → heads."""
 
     def __init__(self, cfg: CharConfig):
         super().__init__()
@@ -74,7 +77,11 @@ class CharTagger(nn.Module):
         self.lexicon = nn.Embedding(3, cfg.lex_dim)
         self.bigrams = nn.Embedding(cfg.bigram_size, cfg.bigram_dim, padding_idx=0) if cfg.bigram_size else None
         self.words = nn.Embedding(5, cfg.word_dim, padding_idx=0) if cfg.word_dim else None
-        width = cfg.char_dim + cfg.lex_dim + (2 * cfg.bigram_dim if cfg.bigram_size else 0) + cfg.word_dim
+        # Hidden states are normalised, then projected: their scale differs per dimension.
+        self.context = (nn.Sequential(nn.LayerNorm(cfg.context_dim), nn.Linear(cfg.context_dim, cfg.context_out))
+                        if cfg.context_dim else None)
+        width = (cfg.char_dim + cfg.lex_dim + (2 * cfg.bigram_dim if cfg.bigram_size else 0) + cfg.word_dim
+                 + (cfg.context_out if cfg.context_dim else 0))
         self.embed_dropout = nn.Dropout(cfg.dropout)
         if cfg.encoder == "bilstm":
             self.encoder = nn.LSTM(width, cfg.hidden, num_layers=2, batch_first=True, bidirectional=True,
@@ -86,12 +93,14 @@ class CharTagger(nn.Module):
             raise ValueError(f"unknown char encoder {cfg.encoder!r}; choose bilstm or cnn")
         self.heads = Heads(2 * cfg.hidden, cfg.n_groups, cfg.dropout)
 
-    def forward(self, ids, lex, mask, bigrams=None, words=None) -> dict:
+    def forward(self, ids, lex, mask, bigrams=None, words=None, context=None) -> dict:
         parts = [self.chars(ids), self.lexicon(lex)]
         if self.bigrams is not None:
             parts += [self.bigrams(bigrams[0]), self.bigrams(bigrams[1])]
         if self.words is not None:
             parts.append(self.words(words))
+        if self.context is not None:
+            parts.append(self.context(context))
         x = self.embed_dropout(torch.cat(parts, dim=-1))
         if self.cfg.encoder == "bilstm":
             lengths = mask.sum(1).clamp(min=1).cpu()

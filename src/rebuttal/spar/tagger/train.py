@@ -23,7 +23,7 @@ from rebuttal.spar.gold import GoldPost, load_gold
 from rebuttal.spar.lexicon import load_lexicon
 from rebuttal.spar.tagger import labels as L
 from rebuttal.spar.tagger.card import write_card
-from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate
+from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate, open_context
 from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
 
 SPLIT_SEED = 20261130
@@ -41,6 +41,8 @@ class TrainSettings:
     words: bool = True  # char models: jieba word positions as a feature
     lexicon: Path | None = None  # STATE-ToxiCN lexicon JSON (Chinese lexicon feature)
     vectors: Path | None = None  # char models: a GGUF whose token embeddings start the char vectors
+    context: str | None = None  # char models: an embedded model (or GGUF path) whose hidden states are a feature
+    context_cache: Path | None = None  # where those states are kept between runs
     epochs: int | None = None
     lr: float | None = None
     batch_size: int | None = None
@@ -88,9 +90,13 @@ def build_tagger(s: TrainSettings, train: list[GoldPost], groups: list[str]) -> 
         return SpanTagger("minilm", s.track, groups, models.MiniLMTagger(base, len(groups)), PieceFeaturizer(base))
     terms = [e.term for e in load_lexicon(s.lexicon).entries] if s.lexicon else []
     featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams, words=s.words)
+    if s.context:
+        featurizer.context_model = s.context
+        featurizer.context = open_context(s.context, s.context_cache)
     config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=len(groups), encoder=s.encoder,
                                bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0,
-                               word_dim=16 if s.words else 0)
+                               word_dim=16 if s.words else 0,
+                               context_dim=featurizer.context.dim if featurizer.context else 0)
     model = models.CharTagger(config)
     meta = {}
     if s.vectors:
@@ -178,6 +184,9 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
     log(f"{tagger.name}: {len(train)} train / {len(val)} validation / {len(dev)} dev posts (seed {settings.seed})")
     report = fit(tagger, train, val, settings, log)
     report.update(tune_decoding(tagger, val, log))
+    context = getattr(tagger.featurizer, "context", None)
+    if context is not None and context.cache is not None:
+        context.cache.flush()  # the states computed for this run, kept for the next
     tagger.meta = {"decode": report["decode"], "init": tagger.meta.get("init"),
         "data": Path(data).name, "split": {"seed": settings.seed, "train": len(train), "val": len(val),
                                             "dev": len(dev), "dev_ids": [p.id for p in dev],
@@ -185,6 +194,7 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
         "encoder": (settings.encoder + (" + char bigrams" if settings.bigrams else "")
                     + (" + jieba word positions" if settings.words else "")
                     + (" (vectors from the chat model's token embeddings)" if settings.vectors else "")
+                    + (f" + {settings.context} hidden states" if settings.context else "")
                     if settings.kind == "char" else "all-MiniLM-L6-v2"),
         "lexicon": settings.lexicon.name if settings.lexicon else None,
         "training": {"epochs": settings.epochs, "lr": settings.lr, "batch_size": settings.batch_size,
