@@ -99,5 +99,5 @@ class StateCache:
             index += 1
         arrays = list(self._new.values())
         np.savez(path, keys=np.array(list(self._new)), lengths=np.array([len(a) for a in arrays]),
-                 states=np.concatenate(arrays) if arrays else np.zeros((0, 0), np.float16))
+                 states=np.concatenate(arrays))
         self._new.clear()
