@@ -175,6 +175,11 @@ def model_path(name: str) -> Path:
     return target
 
 
+def gguf_file(name_or_path: str | Path) -> Path:
+    """A GGUF file's path as given, else the file of the registered model of that name."""
+    return Path(name_or_path) if Path(name_or_path).is_file() else model_path(str(name_or_path))
+
+
 @dataclass
 class ModelStatus:
     name: str

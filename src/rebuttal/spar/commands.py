@@ -11,7 +11,7 @@ import typer
 from rebuttal import config
 from rebuttal.llm import LLMError, MissingBackend
 from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
-from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, model_path
+from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, gguf_file
 from rebuttal.spar.lexicon import LexiconError
 from rebuttal.spar.pipeline import default_parser
 from rebuttal.spar.vocab import Track
@@ -66,16 +66,14 @@ def spar_group() -> None:
     """SPAR-Hate tools (mounted as `rebuttal spar`)."""
 
 
-def _gguf(vectors: str) -> Path | None:
-    """A GGUF path as given, the file of an embedded model named in the registry, or None."""
-    if vectors.lower() == "none":
+def _gguf(value: str, option: str) -> Path | None:
+    """The GGUF an option names (a path or an embedded model's name), or None for `none`."""
+    if value.lower() == "none":
         return None
-    if Path(vectors).is_file():
-        return Path(vectors)
     try:
-        return model_path(vectors)
+        return gguf_file(value)
     except ModelRegistryError as exc:
-        raise ModelRegistryError(f"{exc} (train without start vectors: --vectors none)") from None
+        raise ModelRegistryError(f"{exc} (train without it: {option} none)") from None
 
 
 @spar_app.command("train")
@@ -112,8 +110,8 @@ def train_command(
         settings = TrainSettings(track=Track(track).value, kind=kind, encoder=encoder, bigrams=bigrams, words=words,
                                  lexicon=lexicon, epochs=epochs, dev_size=dev_size, val_size=val_size,
                                  seed=SPLIT_SEED if seed is None else seed, threads=threads)
-        settings.vectors = _gguf(vectors) if settings.kind == "char" else None
-        if settings.kind == "char" and _gguf(context):
+        settings.vectors = _gguf(vectors, "--vectors") if settings.kind == "char" else None
+        if settings.kind == "char" and _gguf(context, "--context"):
             settings.context = context
             settings.context_cache = context_cache or config.cache_dir() / "spar-context" / Path(context).stem
         train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)

@@ -28,7 +28,7 @@ class ContextualStates:
         self.path, self.threads, self.max_tokens = Path(gguf_path), threads, max_tokens
         self._llm = None
         self.cache = StateCache(cache) if cache else None
-        self.dim = self.llm.n_embd() if self.cache is None or not self.cache.dim else self.cache.dim
+        self.dim = (self.cache.dim if self.cache is not None else 0) or self.llm.n_embd()  # a full cache spares the model
 
     @property
     def llm(self):

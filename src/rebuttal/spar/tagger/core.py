@@ -204,10 +204,10 @@ class SpanTagger:
 
 def open_context(model: str, cache: str | Path | None = None):
     """The ContextualStates of an embedded model's name (or a GGUF path)."""
-    from rebuttal.llm.registry import model_path
+    from rebuttal.llm.registry import gguf_file
     from rebuttal.spar.tagger.contextual import ContextualStates
 
-    return ContextualStates(Path(model) if Path(model).is_file() else model_path(model), cache=cache)
+    return ContextualStates(gguf_file(model), cache=cache)
 
 
 def load_tagger(folder: str | Path) -> SpanTagger:
