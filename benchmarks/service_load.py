@@ -274,7 +274,7 @@ def main() -> None:
         if args.real_model:
             real = run_load(f"sqlite:///{folder}/real.db", real_model=args.real_model,
                             levels=((1, args.real_requests),), path=args.real_path)
-    lines = report(load, faults, real, args.real_model, load_average=load_average)
+    lines = report(load, faults, real, args.real_model, LEVEL_SECONDS, WRK_SECONDS, load_average=load_average)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {os.path.relpath(args.out)}")
 

@@ -26,7 +26,7 @@ def _http_stack() -> str:
 
 
 def report(load: list[dict], faults: list[dict], real: list[dict], real_model: str | None,
-           load_average: float | None = None) -> list[str]:
+           level_seconds: float, wrk_seconds: float, load_average: float | None = None) -> list[str]:
     from provenance import header
 
     lines = header("Service under load and faults (`rebuttal serve`)",
@@ -48,12 +48,13 @@ def report(load: list[dict], faults: list[dict], real: list[dict], real_model: s
         "says so), rate limits in the database (every request takes a token; limits set high enough "
         "never to refuse), the request log on. The load client runs on the same 2 shared cores, so client "
         "latency includes client-side queuing, and the client's CPU is CPU the server does not get: `threads` is Python "
-        "(httpx, one thread per client, keep-alive, up to the request count or 60 s per level), about as costly "
+        "(httpx, one thread per client, keep-alive, up to the request count or "
+        f"{level_seconds:g} s per level), about as costly "
         "per request as the server; `wrk` is the C load generator (one thread, one keep-alive connection per "
-        f"client, 8 s per level){busy}.", "",
+        f"client, {wrk_seconds:g} s per level){busy}.", "",
         "`server p50/p95` is the server's own time per request from its request log: from the request reaching "
         "the app to the response head (authentication, role check, rate-limit token, pipeline, result stored), "
-        "including any wait for the event loop, the threadpool, the database lock and the CPU while the "
+        "including any wait for the event loop, the threadpool, the database writer and the CPU while the "
         "process serves other requests. `server CPU/req` is the CPU time of the server process(es) during the "
         "level divided by its requests: the work per request, without the waiting (on PostgreSQL rows, without "
         "the database server's own CPU).", "",
@@ -76,7 +77,7 @@ def _load_row(row: dict, real: bool) -> str:
     codes = ", ".join(f"{code}: {n}" for code, n in sorted(row["statuses"].items()))
     label = f"{row['clients']}" + (f" (real model, {row['path']})" if real else "")
     cpu = f"{row['cpu_ms']:.2f}" if row.get("cpu_ms") is not None else "n/a"
-    return (f"| {row['client']} | {row['db']} | {row['workers']} | {label} | {row['sent']} | {row['rps']:.3g} | {row['p50']:.1f} "
+    return (f"| {row['client']} | {row['db']} | {row['workers']} | {label} | {row['sent']} | {row['rps']:.0f} | {row['p50']:.1f} "
             f"| {row['p95']:.1f} | {row['p99']:.1f} | {percentile(row['server_ms'], 50):.1f} | {percentile(row['server_ms'], 95):.1f} "
             f"| {cpu} | {row['errors']} ({row['errors'] / max(1, row['sent']):.1%}) | {codes} "
             f"| {ok}/{row['accepted_n']} (missing {row['missing']}, duplicated {row['duplicated']}) |")
@@ -101,7 +102,7 @@ def _reading(load: list[dict]) -> list[str]:
             f"A closed loop of {top['clients']} clients at that rate takes clients / throughput = "
             f"{top['clients'] / top['rps'] * 1000:.0f} ms per request on average (Little's law); the server's median "
             f"time is {percentile(top['server_ms'], 50):.0f} ms{cpu}; the rest is waiting: for the CPU (shared with "
-            f"the client and other jobs), the event loop and the threadpool. Server p95 < "
+            f"the client and other jobs), the event loop, the threadpool and the database writer. Server p95 < "
             f"{TARGET_MS:g} ms: met at {', '.join(met) or 'no level'}"
             + (f"; not met at {', '.join(missed)}." if missed else "."))
     return ["", "Reading:", "", *lines] if lines else []

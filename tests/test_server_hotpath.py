@@ -1,6 +1,7 @@
-"""The per-request path of `rebuttal serve`: the key check and rate-limit token in one commit,
-no key cache (revokes and role changes from any process count at once), the request log
-written in batches by its own thread, SQLite writers taking turns, and `serve --workers`."""
+"""The per-request path of `rebuttal serve`: the key check and rate-limit token in one write,
+handed like the stored result to the group-committing writer (test_server_writer.py); no key
+cache (revokes and role changes from any process count at once); the request log written in
+batches by its own thread; SQLite writers taking turns; and `serve --workers`."""
 
 from __future__ import annotations
 
@@ -40,30 +41,26 @@ def app(tmp_path):
     return create_app(make_settings(tmp_path), services=FakeServices())
 
 
-def commits_by_request_threads(db: Database) -> list[str]:
-    """Names of the threads that commit, leaving out the batch worker and request log threads."""
+def commits_by_thread(db: Database) -> list[str]:
+    """The names of the threads that commit, in order."""
     seen: list[str] = []
-
-    @event.listens_for(db.engine, "commit")
-    def _commit(_connection):
-        name = threading.current_thread().name
-        if not name.startswith("rebuttal-"):
-            seen.append(name)
-
+    event.listen(db.engine, "commit", lambda _connection: seen.append(threading.current_thread().name))
     return seen
 
 
-def test_one_post_costs_two_commits_on_the_request_path(tmp_path):
+def test_one_post_costs_two_writer_commits_and_none_on_request_threads(tmp_path):
     app = create_app(make_settings(tmp_path, rate_per_minute=0.001), services=FakeServices())  # ~no refill
     state = app.state.rebuttal
     key = create_key(state.db, "alice", "submit")
     with TestClient(app) as client:
         client.headers["X-API-Key"] = key
         assert client.post("/v1/analyze", json={"text": "they are vermin"}).status_code == 200  # bucket created
-        commits = commits_by_request_threads(state.db)
-        assert client.post("/v1/analyze", json={"text": "they are vermin"}).status_code == 200
-        assert len(commits) == 2  # key check + token, then the stored result; the log row is not one of them
         assert state.request_log.flush()
+        commits = commits_by_thread(state.db)
+        assert client.post("/v1/analyze", json={"text": "they are vermin"}).status_code == 200
+        assert state.request_log.flush()
+    # key check + token, then the stored result, each handed to the writer; the log row has its own thread
+    assert sorted(commits) == ["rebuttal-request-log", "rebuttal-writer", "rebuttal-writer"]
     with state.db.session() as session:
         assert session.scalar(select(RateBucket.tokens).where(RateBucket.key == key.split("_")[1])) == \
             pytest.approx(998, abs=0.01)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from rebuttal.server.auth import Caller, check_key
 from rebuttal.server.ratelimit import DatabaseRateLimiter
@@ -32,25 +33,28 @@ def presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key")
 
 
-def admit(request: Request, role: str) -> Caller:
+async def admit(request: Request, role: str) -> Caller:
     """Check the key (401), its role (403) and take a rate-limit token (429).
 
-    With the database rate store the key row is read and the token taken in one transaction
-    (one commit per request instead of two). The key is read on every request, never cached,
-    so a revoke or role change by any process takes effect at once."""
+    With the database rate store the key row is read and the token taken in one write, which
+    the writer commits together with other requests' writes (writer.py). The key is read on
+    every request, never cached, so a revoke or role change by any process takes effect at once."""
     state = state_of(request)
     key = presented_key(request)
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer <key>` or `X-API-Key: <key>`",
                        headers={"WWW-Authenticate": "Bearer"})
     in_database = isinstance(state.limiter, DatabaseRateLimiter)
-    wait = 0.0
-    with state.db.session(write=True) as session:
+
+    def check_and_take(session) -> tuple[Caller | None, float]:
         connection = session.connection()
-        who = check_key(connection, key)
-        allowed = who is not None and who.can(role)
-        if allowed and in_database:
-            wait = state.limiter.take(connection, who.key_id)
+        caller = check_key(connection, key)
+        if caller is not None and caller.can(role) and in_database:
+            return caller, state.limiter.take(connection, caller.key_id)
+        return caller, 0.0
+
+    who, wait = await state.writes.run_async(check_and_take)
+    allowed = who is not None and who.can(role)
     if who is None:
         raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     request.state.key_name, request.state.key_role = who.name, who.role
@@ -58,8 +62,8 @@ def admit(request: Request, role: str) -> Caller:
         raise ApiError(403, f"this key's role is {who.role}; {request.method} {request.url.path} "
                        f"needs {role} (ask an admin: `rebuttal keys role NAME {role}`)",
                        role=who.role, required=role)
-    if not in_database:  # Redis or process memory: outside the database transaction
-        wait = state.limiter.acquire(who.key_id)
+    if not in_database:  # Redis (network I/O, so off the event loop) or process memory
+        wait = await run_in_threadpool(state.limiter.acquire, who.key_id)
     if wait:
         retry = max(1, round(wait + 0.5))
         raise ApiError(429, f"rate limit of {state.settings.rate_per_minute:g} requests/minute "
@@ -71,8 +75,8 @@ def admit(request: Request, role: str) -> Caller:
 def need(role: str):
     """A dependency: authenticate, check the role (403), then take a rate-limit token (429)."""
 
-    def dependency(request: Request) -> Caller:
-        return admit(request, role)
+    async def dependency(request: Request) -> Caller:
+        return await admit(request, role)
 
     dependency.__name__ = f"need_{role}"
     return dependency

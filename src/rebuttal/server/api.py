@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy import func, select
 
 import rebuttal
@@ -50,37 +51,47 @@ class ParseIn(PostsIn):
     track: str | None = Field(None, max_length=40)
 
 
-def _submit(request: Request, who: Caller, kind: str, body: PostsIn, options: dict):
+def _start_job(request: Request, who: Caller, kind: str, body: PostsIn, options: dict) -> JSONResponse:
+    state = state_of(request)
+    if len(body.items) > state.settings.max_batch:
+        raise ApiError(422, f"batch has {len(body.items)} items; the limit is {state.settings.max_batch}",
+                       code="batch_too_large", limit=state.settings.max_batch)
+    request.state.items = len(body.items)
+    job = create_job(state.db, kind, [(i.id, i.text) for i in body.items], who.name, options,
+                     request.state.request_id)
+    request.state.job_id = job.id
+    state.worker.notify()
+    return JSONResponse(status_code=202, content={
+        "job_id": job.id, "status": job.status, "total": job.total,
+        "status_url": f"/v1/jobs/{job.id}", "results_url": f"/v1/jobs/{job.id}/results"})
+
+
+def _run_pipeline(state, kind: str, text: str, id: str | None, options: dict):
+    """The result, the failure message (None when it ran) and the Retry-After header for a failure."""
+    try:
+        return call_pipeline(state.services, kind, text, id, options), None, None
+    except Exception as exc:  # noqa: BLE001 - stored as an error result, answered with 503
+        failure = f"the pipeline failed: {type(exc).__name__}: {exc}"
+        log.warning("%s failed: %s", kind, type(exc).__name__)
+        retry_after = {"Retry-After": "5"} if is_transient(exc) else None
+        return error_result(kind, text, id, options, failure), failure, retry_after
+
+
+async def _submit(request: Request, who: Caller, kind: str, body: PostsIn, options: dict) -> JSONResponse:
+    """A batch becomes a job (202); one post is answered now, its result stored first. The
+    pipeline runs in the threadpool; the store is awaited on the event loop (writer.py)."""
     state = state_of(request)
     if body.items is not None:
-        if len(body.items) > state.settings.max_batch:
-            raise ApiError(422, f"batch has {len(body.items)} items; the limit is {state.settings.max_batch}",
-                           code="batch_too_large", limit=state.settings.max_batch)
-        request.state.items = len(body.items)
-        job = create_job(state.db, kind, [(i.id, i.text) for i in body.items], who.name, options,
-                         request.state.request_id)
-        request.state.job_id = job.id
-        state.worker.notify()
-        return JSONResponse(status_code=202, content={
-            "job_id": job.id, "status": job.status, "total": job.total,
-            "status_url": f"/v1/jobs/{job.id}", "results_url": f"/v1/jobs/{job.id}/results"})
+        return await run_in_threadpool(_start_job, request, who, kind, body, options)
     request.state.items = 1
     try:
         text = check_post(body.text, max_chars=state.settings.max_text_chars)
     except InputError as exc:
         raise ApiError(422, f"text: {exc}", code="invalid_text") from None
-    try:
-        result = call_pipeline(state.services, kind, text, body.id, options)
-        failure = None
-    except Exception as exc:  # noqa: BLE001 - stored as an error result, answered with 503
-        failure = f"the pipeline failed: {type(exc).__name__}: {exc}"
-        retry_after = {"Retry-After": "5"} if is_transient(exc) else None
-        log.warning("%s failed: %s", kind, type(exc).__name__)
-        result = error_result(kind, text, body.id, options, failure)
-    with state.db.session(write=True) as session:
-        row, item = review.store_result(session, kind, result, key_name=who.name,
-                                        request_id=request.state.request_id)
-        row_id, review_id = row.id, item.id if item else None
+    result, failure, retry_after = await run_in_threadpool(_run_pipeline, state, kind, text, body.id, options)
+    row, item = await state.writes.run_async(lambda session: review.store_result(
+        session, kind, result, key_name=who.name, request_id=request.state.request_id))
+    row_id, review_id = row.id, item.id if item else None
     if failure:
         raise ApiError(503, failure, result_id=row_id, retryable=retry_after is not None, headers=retry_after)
     # Already JSON types: a JSONResponse skips FastAPI's second walk over the result (jsonable_encoder).
@@ -88,18 +99,18 @@ def _submit(request: Request, who: Caller, kind: str, body: PostsIn, options: di
 
 
 @router.post("/analyze", summary="FIRE analysis (category, target, memory purity) of one post or a batch")
-def analyze(request: Request, body: PostsIn, who: Submitter):
-    return _submit(request, who, "analyze", body, {})
+async def analyze(request: Request, body: PostsIn, who: Submitter):
+    return await _submit(request, who, "analyze", body, {})
 
 
 @router.post("/respond", summary="FIRE analysis, evidence and a reply queued for human review")
-def respond(request: Request, body: PostsIn, who: Submitter):
-    return _submit(request, who, "respond", body, {})
+async def respond(request: Request, body: PostsIn, who: Submitter):
+    return await _submit(request, who, "respond", body, {})
 
 
 @router.post("/parse", summary="SPAR-Hate (target, argument, label) tuples of one post or a batch")
-def parse(request: Request, body: ParseIn, who: Submitter):
-    return _submit(request, who, "parse", body, {"lang": body.lang, "track": body.track})
+async def parse(request: Request, body: ParseIn, who: Submitter):
+    return await _submit(request, who, "parse", body, {"lang": body.lang, "track": body.track})
 
 
 @router.get("/health", summary="liveness, model, memory size, version; no key needed")

@@ -14,6 +14,7 @@ from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, Tok
 from rebuttal.server.requestlog import RequestLogWriter
 from rebuttal.server.services import Services
 from rebuttal.server.settings import ServerSettings
+from rebuttal.server.writer import WriteBatcher
 
 ERROR_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_request",
@@ -37,6 +38,7 @@ class ServerState:
     limiter: TokenBucketLimiter | DatabaseRateLimiter | RedisRateLimiter
     worker: JobWorker
     request_log: RequestLogWriter
+    writes: WriteBatcher  # the requests' own writes, committed in groups
     schema_version: int
     templates: object
 

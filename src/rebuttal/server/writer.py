@@ -1,0 +1,123 @@
+"""Group commit: the short writes of API requests run on one thread, many per transaction.
+
+Every single-post request writes twice: the key check with its rate-limit token (access.py),
+then the result (api.py). With each request thread opening its own transaction, taking its
+turn on the SQLite write lock and committing, those two writes cost about half of a request's
+CPU at 32 concurrent clients (lock handoffs between threads, one commit each). Here a request
+thread hands its write to one writer thread and waits for the outcome; the writer takes every
+write waiting, runs them in one transaction and commits once (benchmarks/results/service.md).
+
+A write's outcome is returned only after its commit, so an accepted request's result is stored
+exactly as before. When a batch fails, each of its writes is tried again alone, so one failing
+write fails only its own request; a database that is down fails them all at once (503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TypeVar
+
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.orm import Session
+
+from rebuttal.server.db import SQLITE_TIMEOUT_S, Database
+
+log = logging.getLogger("rebuttal.server")
+T = TypeVar("T")
+Write = Callable[[Session], T]
+_STOP = object()
+UNREACHABLE = (OperationalError, InterfaceError)  # the database, not the write: retrying alone will not help
+
+
+class WriteBatcher:
+    """`run(write)` from any thread: `write(session)` runs inside a shared transaction on the
+    writer thread; its return value (or exception) comes back once that transaction commits."""
+
+    def __init__(self, db: Database, max_batch: int = 64, wait_s: float = 2 * SQLITE_TIMEOUT_S):
+        self.db, self.max_batch, self.wait_s = db, max_batch, wait_s
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, write: Write[T]) -> T:
+        """From a worker thread: wait for the outcome."""
+        future = self._submit(write)
+        try:
+            return future.result(self.wait_s)
+        except FutureTimeout:
+            self._give_up(future)
+            return future.result()  # already running: its outcome is on the way
+
+    async def run_async(self, write: Write[T]) -> T:
+        """From the event loop: await the outcome without holding a threadpool thread."""
+        future = self._submit(write)
+        try:  # shielded: a timeout or a client gone must not abandon a write the writer holds
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self.wait_s)
+        except asyncio.TimeoutError:
+            self._give_up(future)
+            return await asyncio.wrap_future(future)
+
+    def _submit(self, write: Write) -> Future:
+        future: Future = Future()
+        self._start()
+        self._queue.put((write, future))
+        return future
+
+    @staticmethod
+    def _give_up(future: Future) -> None:
+        """After the wait: a write never started is cancelled (it will not run), so the request
+        may fail cleanly; one already running is waited for."""
+        if future.cancel():
+            raise OperationalError("waiting for the database writer", None, TimeoutError("write queue stalled"))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Finish the queued writes and end the thread (app shutdown); `run` starts it again."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(_STOP)
+            thread.join(timeout)
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            with self._lock:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._loop, name="rebuttal-writer", daemon=True)
+                    self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            taken = [self._queue.get()]
+            while len(taken) < self.max_batch:
+                try:
+                    taken.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            batch = [(write, future) for write, future in (t for t in taken if t is not _STOP)
+                     if future.set_running_or_notify_cancel()]
+            if batch:
+                self._apply(batch)
+            if any(t is _STOP for t in taken):
+                return
+
+    def _apply(self, batch: list[tuple[Write, Future]]) -> None:
+        try:
+            with self.db.session(write=True) as session:
+                outcomes = [write(session) for write, _ in batch]
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting request threads
+            if len(batch) == 1 or isinstance(exc, UNREACHABLE):
+                for _, future in batch:
+                    future.set_exception(exc)
+                return
+            log.warning("a batch of %d writes failed (%s); trying each alone", len(batch), type(exc).__name__)
+            for one in batch:
+                self._apply([one])
+            return
+        for (_, future), outcome in zip(batch, outcomes):
+            future.set_result(outcome)
