@@ -115,3 +115,20 @@ def test_run_async_answers_on_the_event_loop(db):
     writer.stop()
     with db.session() as session:
         assert session.scalar(select(func.count()).select_from(RateBucket)) == 5
+
+
+def test_the_sqlite_write_gate_holds_writers_of_other_processes_off(tmp_path):
+    pytest.importorskip("fcntl")
+    from rebuttal.server.sqlite import WriteGate
+
+    database = str(tmp_path / "g.db")
+    mine, theirs = WriteGate(database), WriteGate(database)  # two processes: separate locks, one file
+    assert mine.acquire(timeout=1)
+    assert (tmp_path / "g.db-writers").exists()
+    started = time.monotonic()
+    assert not theirs.acquire(timeout=0.2)  # waits its timeout, then gives up (the request gets 503)
+    assert time.monotonic() - started >= 0.2
+    threading.Timer(0.1, mine.release).start()
+    assert theirs.acquire(timeout=5)  # taken as soon as the holder lets go
+    theirs.release()
+    assert WriteGate(":memory:").acquire(timeout=0.1)  # an in-memory database has no file to lock

@@ -7,8 +7,6 @@ bring an older one up to date, keeping its rows; a database newer than this rele
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +23,9 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from rebuttal.server.migrate import SCHEMA_VERSION, SchemaMismatch, upgrade  # noqa: F401 - re-exported
+from rebuttal.server.sqlite import SQLITE_POOL, SQLITE_TIMEOUT_S, WriteGate, sqlite_pragmas
 
 ROLES = ("submit", "review", "admin")
-SQLITE_POOL = 40  # anyio's default threadpool size
-SQLITE_TIMEOUT_S = 30  # how long a writer waits for the database lock before the request gets 503
 
 
 def utcnow() -> datetime:
@@ -191,10 +188,10 @@ class Database:
         else:
             kwargs["pool_pre_ping"] = True  # a restarted database server costs one failed ping
         self.engine = create_engine(url, **kwargs)
-        self._write_gate: threading.Lock | None = None
+        self._write_gate: WriteGate | None = None
         if parsed.get_backend_name() == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-            self._write_gate = threading.Lock()
+            event.listen(self.engine, "connect", sqlite_pragmas)
+            self._write_gate = WriteGate(parsed.database)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -211,10 +208,7 @@ class Database:
         """A session committed at the end, rolled back on error.
 
         `write=True` marks a short session that writes (never open another inside it). On SQLite
-        this process's writers then take turns on a lock: meeting SQLite's own lock instead, a
-        writer sleeps in its busy handler (1, 2, 5, ... 100 ms between retries), which at 32
-        concurrent requests made 0.1 ms writes take 15 ms on average. Other processes on the
-        file still meet SQLite's lock and its timeout."""
+        writers then take turns at the write gate (sqlite.py) instead of in SQLite's busy handler."""
         gate = self._write_gate if write else None
         if gate is not None and not gate.acquire(timeout=SQLITE_TIMEOUT_S):
             raise OperationalError("waiting for the SQLite write lock", None,
@@ -235,24 +229,3 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def _sqlite_pragmas(connection, _record) -> None:
-    # WAL lets the reviewer page read while the batch worker writes. synchronous=NORMAL in WAL
-    # mode keeps the database consistent and loses nothing when the process crashes; only the
-    # last commits before a power cut may be lost (it saves an fsync per commit).
-    cursor = connection.cursor()
-    deadline = time.monotonic() + SQLITE_TIMEOUT_S
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            break
-        except sqlite3.OperationalError as exc:
-            # Processes starting together on a new file race to switch it to WAL, and SQLite
-            # answers "locked" at once instead of waiting out its busy timeout: retry.
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()

@@ -26,7 +26,8 @@ from typing import TypeVar
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
-from rebuttal.server.db import SQLITE_TIMEOUT_S, Database
+from rebuttal.server.db import Database
+from rebuttal.server.sqlite import SQLITE_TIMEOUT_S
 
 log = logging.getLogger("rebuttal.server")
 T = TypeVar("T")
