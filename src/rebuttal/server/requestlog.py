@@ -14,32 +14,30 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 import time
 
 from sqlalchemy import insert
 
+from rebuttal.server.background import BatchThread
 from rebuttal.server.db import Database, RequestLog, new_id, utcnow
 
 log = logging.getLogger("rebuttal.server")
-_STOP = object()
 
 
-class RequestLogWriter:
+class RequestLogWriter(BatchThread):
     """Stores request log rows from a queue, many per transaction, on its own thread."""
 
+    thread_name = "rebuttal-request-log"
+
     def __init__(self, db: Database, max_queued: int = 10_000, max_batch: int = 500, retry_s: float = 0.5):
-        self.db, self.max_batch, self.retry_s = db, max_batch, retry_s
-        self._queue: queue.Queue = queue.Queue(max_queued)
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        super().__init__(max_batch, max_queued)
+        self.db, self.retry_s = db, retry_s
         self.dropped = 0
 
     def add(self, row: dict) -> None:
         """Queue a row; never blocks. A full queue (the database far behind) sheds log rows."""
-        self._start()
         try:
-            self._queue.put_nowait(row)
+            self._put(row)
         except queue.Full:
             self.dropped += 1
             if self.dropped & (self.dropped - 1) == 0:  # 1, 2, 4, 8, ...: visible, not flooding
@@ -56,40 +54,7 @@ class RequestLogWriter:
                 self._queue.all_tasks_done.wait(left)
         return True
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Store what is queued and end the thread (app shutdown); `add` starts it again."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(_STOP)
-            thread.join(timeout)
-
-    def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            with self._lock:
-                if self._thread is None or not self._thread.is_alive():
-                    self._thread = threading.Thread(target=self._run, name="rebuttal-request-log", daemon=True)
-                    self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            taken = [self._queue.get()]
-            while len(taken) < self.max_batch:
-                try:
-                    taken.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            rows = [row for row in taken if row is not _STOP]
-            try:
-                if rows:
-                    self._write(rows)
-            finally:
-                for _ in taken:
-                    self._queue.task_done()
-            if len(rows) < len(taken):
-                return
-
-    def _write(self, rows: list[dict]) -> None:
+    def _handle(self, rows: list[dict]) -> None:
         for attempt in range(3):
             try:
                 with self.db.session(write=True) as session:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -26,25 +24,25 @@ from typing import TypeVar
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
+from rebuttal.server.background import BatchThread
 from rebuttal.server.db import Database
 from rebuttal.server.sqlite import SQLITE_TIMEOUT_S
 
 log = logging.getLogger("rebuttal.server")
 T = TypeVar("T")
 Write = Callable[[Session], T]
-_STOP = object()
 UNREACHABLE = (OperationalError, InterfaceError)  # the database, not the write: retrying alone will not help
 
 
-class WriteBatcher:
+class WriteBatcher(BatchThread):
     """`run(write)` from any thread: `write(session)` runs inside a shared transaction on the
     writer thread; its return value (or exception) comes back once that transaction commits."""
 
+    thread_name = "rebuttal-writer"
+
     def __init__(self, db: Database, max_batch: int = 64, wait_s: float = 2 * SQLITE_TIMEOUT_S):
-        self.db, self.max_batch, self.wait_s = db, max_batch, wait_s
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        super().__init__(max_batch)
+        self.db, self.wait_s = db, wait_s
 
     def run(self, write: Write[T]) -> T:
         """From a worker thread: wait for the outcome."""
@@ -66,8 +64,7 @@ class WriteBatcher:
 
     def _submit(self, write: Write) -> Future:
         future: Future = Future()
-        self._start()
-        self._queue.put((write, future))
+        self._put((write, future))
         return future
 
     @staticmethod
@@ -77,35 +74,10 @@ class WriteBatcher:
         if future.cancel():
             raise OperationalError("waiting for the database writer", None, TimeoutError("write queue stalled"))
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Finish the queued writes and end the thread (app shutdown); `run` starts it again."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(_STOP)
-            thread.join(timeout)
-
-    def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            with self._lock:
-                if self._thread is None or not self._thread.is_alive():
-                    self._thread = threading.Thread(target=self._loop, name="rebuttal-writer", daemon=True)
-                    self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            taken = [self._queue.get()]
-            while len(taken) < self.max_batch:
-                try:
-                    taken.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            batch = [(write, future) for write, future in (t for t in taken if t is not _STOP)
-                     if future.set_running_or_notify_cancel()]
-            if batch:
-                self._apply(batch)
-            if any(t is _STOP for t in taken):
-                return
+    def _handle(self, items: list[tuple[Write, Future]]) -> None:
+        batch = [(write, future) for write, future in items if future.set_running_or_notify_cancel()]
+        if batch:
+            self._apply(batch)
 
     def _apply(self, batch: list[tuple[Write, Future]]) -> None:
         try:
