@@ -28,6 +28,11 @@ def db(tmp_path):
     database.dispose()
 
 
+def run(writer: WriteBatcher, write):
+    """What a request does: await the write (here from a thread of its own, as uvicorn's loop)."""
+    return asyncio.run(writer.run(write))
+
+
 def bucket(name: str):
     def write(session):
         session.connection().execute(insert(RateBucket), {"key": name, "tokens": 1.0, "updated": 0.0})
@@ -47,7 +52,7 @@ def test_writes_waiting_together_share_a_commit_and_each_gets_its_outcome(db):
     outcomes, names = [], iter(range(30))
     with db.session(write=True):  # hold the write lock while 30 requests queue behind the writer
         holder = threading.Thread(target=lambda: run_in_threads(
-            lambda: outcomes.append(writer.run(bucket(f"k{next(names)}"))), 30))
+            lambda: outcomes.append(run(writer, bucket(f"k{next(names)}"))), 30))
         holder.start()
         time.sleep(0.3)
     holder.join(10)
@@ -68,7 +73,7 @@ def test_a_failing_write_fails_only_its_caller(db):
 
     def call(name, write):
         try:
-            results[name] = writer.run(write)
+            results[name] = run(writer, write)
         except ValueError as exc:
             results[name] = exc
 
@@ -88,28 +93,28 @@ def test_a_failing_write_fails_only_its_caller(db):
 def test_an_unreachable_database_fails_the_write_with_a_503_error(tmp_path):
     broken = Database(f"sqlite:///{tmp_path / 'missing' / 'x.db'}")  # never initialised: no tables
     with pytest.raises(OperationalError):
-        WriteBatcher(broken).run(bucket("a"))
+        run(WriteBatcher(broken), bucket("a"))
 
 
 def test_a_write_that_waited_too_long_is_cancelled_and_never_runs(db):
     writer = WriteBatcher(db, wait_s=0.2)
     with db.session(write=True):  # the writer is stuck behind this lock for longer than the wait
-        first = threading.Thread(target=lambda: writer.run(bucket("first")))
+        first = threading.Thread(target=lambda: run(writer, bucket("first")))
         first.start()
         time.sleep(0.05)
         with pytest.raises(OperationalError, match="database writer"):
-            writer.run(bucket("late"))
+            run(writer, bucket("late"))
         time.sleep(0.3)
     first.join(10)
     writer.stop()
     assert stored(db) == {"first"}  # already running when its wait ran out: waited for, stored once
 
 
-def test_run_async_answers_on_the_event_loop(db):
+def test_run_answers_on_the_event_loop(db):
     writer = WriteBatcher(db)
 
     async def many():
-        return await asyncio.gather(*(writer.run_async(bucket(f"a{i}")) for i in range(5)))
+        return await asyncio.gather(*(writer.run(bucket(f"a{i}")) for i in range(5)))
 
     assert asyncio.run(many()) == [f"a{i}" for i in range(5)]
     writer.stop()

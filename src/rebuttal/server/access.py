@@ -53,7 +53,7 @@ async def admit(request: Request, role: str) -> Caller:
             return caller, state.limiter.take(connection, caller.key_id)
         return caller, 0.0
 
-    who, wait = await state.writes.run_async(check_and_take)
+    who, wait = await state.writes.run(check_and_take)
     allowed = who is not None and who.can(role)
     if who is None:
         raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})

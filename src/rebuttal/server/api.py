@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from starlette.concurrency import run_in_threadpool
 from sqlalchemy import func, select
+from starlette.concurrency import run_in_threadpool
 
 import rebuttal
 from rebuttal.server import review
@@ -18,7 +18,7 @@ from rebuttal.server.access import Submitter, check_owner, state_of
 from rebuttal.server.auth import Caller
 from rebuttal.server.db import ROLES, Job, JobItem, ResultRow, ReviewItem
 from rebuttal.server.jobs import call_pipeline, create_job, error_result, is_transient, retry_failed
-from rebuttal.server.state import ApiError
+from rebuttal.server.state import ApiError, ServerState
 from rebuttal.types import InputError, check_post
 
 router = APIRouter(prefix="/v1")
@@ -66,7 +66,7 @@ def _start_job(request: Request, who: Caller, kind: str, body: PostsIn, options:
         "status_url": f"/v1/jobs/{job.id}", "results_url": f"/v1/jobs/{job.id}/results"})
 
 
-def _run_pipeline(state, kind: str, text: str, id: str | None, options: dict):
+def _run_pipeline(state: ServerState, kind: str, text: str, id: str | None, options: dict):
     """The result, the failure message (None when it ran) and the Retry-After header for a failure."""
     try:
         return call_pipeline(state.services, kind, text, id, options), None, None
@@ -89,7 +89,7 @@ async def _submit(request: Request, who: Caller, kind: str, body: PostsIn, optio
     except InputError as exc:
         raise ApiError(422, f"text: {exc}", code="invalid_text") from None
     result, failure, retry_after = await run_in_threadpool(_run_pipeline, state, kind, text, body.id, options)
-    row, item = await state.writes.run_async(lambda session: review.store_result(
+    row, item = await state.writes.run(lambda session: review.store_result(
         session, kind, result, key_name=who.name, request_id=request.state.request_id))
     row_id, review_id = row.id, item.id if item else None
     if failure:

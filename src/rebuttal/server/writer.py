@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -35,7 +34,7 @@ UNREACHABLE = (OperationalError, InterfaceError)  # the database, not the write:
 
 
 class WriteBatcher(BatchThread):
-    """`run(write)` from any thread: `write(session)` runs inside a shared transaction on the
+    """`await run(write)`: `write(session)` runs inside a shared transaction on the
     writer thread; its return value (or exception) comes back once that transaction commits."""
 
     thread_name = "rebuttal-writer"
@@ -44,35 +43,17 @@ class WriteBatcher(BatchThread):
         super().__init__(max_batch)
         self.db, self.wait_s = db, wait_s
 
-    def run(self, write: Write[T]) -> T:
-        """From a worker thread: wait for the outcome."""
-        future = self._submit(write)
-        try:
-            return future.result(self.wait_s)
-        except FutureTimeout:
-            self._give_up(future)
-            return future.result()  # already running: its outcome is on the way
-
-    async def run_async(self, write: Write[T]) -> T:
-        """From the event loop: await the outcome without holding a threadpool thread."""
-        future = self._submit(write)
+    async def run(self, write: Write[T]) -> T:
+        """Await the outcome on the event loop, without holding a threadpool thread."""
+        future: Future = Future()
+        self._put((write, future))
         try:  # shielded: a timeout or a client gone must not abandon a write the writer holds
             return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self.wait_s)
         except asyncio.TimeoutError:
-            self._give_up(future)
-            return await asyncio.wrap_future(future)
-
-    def _submit(self, write: Write) -> Future:
-        future: Future = Future()
-        self._put((write, future))
-        return future
-
-    @staticmethod
-    def _give_up(future: Future) -> None:
-        """After the wait: a write never started is cancelled (it will not run), so the request
-        may fail cleanly; one already running is waited for."""
-        if future.cancel():
-            raise OperationalError("waiting for the database writer", None, TimeoutError("write queue stalled"))
+            if future.cancel():  # never started, so it never will: the request fails cleanly (503)
+                raise OperationalError("waiting for the database writer", None,
+                                       TimeoutError("write queue stalled")) from None
+            return await asyncio.wrap_future(future)  # already running: its outcome is on the way
 
     def _handle(self, items: list[tuple[Write, Future]]) -> None:
         batch = [(write, future) for write, future in items if future.set_running_or_notify_cancel()]
