@@ -278,6 +278,23 @@ def test_contextual_states_align_to_characters_and_are_cached(tiny_gguf, tmp_pat
     assert np.allclose(cached.char_states(text), first, rtol=2e-3, atol=1e-2) and cached._llm is None  # float16
 
 
+def test_two_state_caches_sharing_a_folder_keep_each_others_shards(tmp_path):
+    """Two trainings filling one --context-cache folder: each flush lands in its own shard."""
+    import numpy as np
+
+    from rebuttal.spar.tagger.contextual import StateCache
+
+    first, second = StateCache(tmp_path), StateCache(tmp_path)  # both opened on the empty folder
+    first.put("河北人", np.ones((3, 4)))
+    second.put("people", np.full((6, 4), 2.0))
+    first.flush()
+    second.flush()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shard000.npz", "shard001.npz"]  # no temporary left
+    reread = StateCache(tmp_path)
+    assert reread.get("河北人").tolist() == np.ones((3, 4)).tolist()
+    assert reread.get("people").tolist() == np.full((6, 4), 2.0).tolist()
+
+
 def test_train_with_contextual_states_round_trips(tiny_gguf, tmp_path):
     from rebuttal.spar.commands import spar_app
     from rebuttal.spar.tagger.core import load_tagger

@@ -11,6 +11,8 @@ them in a cache folder (float16 shards, ~3 KB per character).
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -94,10 +96,18 @@ class StateCache:
     def flush(self) -> None:
         if not self._new:
             return
-        index = len(list(self.folder.glob("shard*.npz")))
-        while (path := self.folder / f"shard{index:03d}.npz").exists():
-            index += 1
         arrays = list(self._new.values())
-        np.savez(path, keys=np.array(list(self._new)), lengths=np.array([len(a) for a in arrays]),
+        # Written under a private name, then linked to the first free shard name: two trainings
+        # sharing the folder never write the same file, and no reader sees a half-written shard.
+        temporary = self.folder / f".writing-{os.getpid()}-{threading.get_ident()}.npz"
+        np.savez(temporary, keys=np.array(list(self._new)), lengths=np.array([len(a) for a in arrays]),
                  states=np.concatenate(arrays))
+        index = len(list(self.folder.glob("shard*.npz")))
+        while True:
+            try:
+                os.link(temporary, self.folder / f"shard{index:03d}.npz")
+                break
+            except FileExistsError:
+                index += 1
+        temporary.unlink()
         self._new.clear()
