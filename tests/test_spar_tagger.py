@@ -312,3 +312,38 @@ def test_train_with_contextual_states_round_trips(tiny_gguf, tmp_path):
     assert tagger.featurizer.context is not None and tagger.model.context is not None
     for text, tuples in zip(["people are bad", "x"], tagger.predict(["people are bad", "x"])):
         assert all(t.argument in text for t in tuples)
+
+
+def test_context_layers_reads_an_earlier_layer_of_the_model(tiny_gguf, tmp_path, monkeypatch):
+    """`--context-layers N`: a copy of the GGUF with its first N blocks (written once into the
+    cache), whose states differ from the last layer's; the tagger keeps N and reloads with it."""
+    import gguf
+    import numpy as np
+
+    from rebuttal.spar.commands import spar_app
+    from rebuttal.spar.tagger.contextual import ContextualStates
+    from rebuttal.spar.tagger.core import load_tagger
+    from rebuttal.spar.tagger.pretrained import first_layers
+
+    monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path / "cache"))
+    short = first_layers(tiny_gguf, 3)
+    assert short.parent == tmp_path / "cache" / "spar-context" and first_layers(tiny_gguf, 3) == short
+    fields = gguf.GGUFReader(str(short)).fields
+    assert fields["llama.block_count"].contents() == 3
+    assert not any(t.name.startswith("blk.3.") for t in gguf.GGUFReader(str(short)).tensors)
+    text = "people are bad"
+    assert not np.allclose(ContextualStates(short, threads=1).char_states(text),
+                           ContextualStates(tiny_gguf, threads=1).char_states(text), atol=1e-3)
+    with pytest.raises(ValueError, match="layers"):
+        first_layers(tiny_gguf, 999)
+
+    write_tbo(tmp_path / "gold.jsonl", repeat=2)
+    result = CliRunner().invoke(spar_app, ["train", "--track", "en-main", "--data", str(tmp_path / "gold.jsonl"),
+                                           "--out", str(tmp_path / "t"), "--kind", "char", "--epochs", "1",
+                                           "--dev-size", "3", "--val-size", "2", "--vectors", "none",
+                                           "--context", str(tiny_gguf), "--context-layers", "3"])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "t" / "config.json").read_text())
+    assert config["featurizer"]["context_layers"] == 3 and "after layer 3" in config["encoder"]
+    assert "--context-layers 3" in (tmp_path / "t" / "MODEL_CARD.md").read_text()
+    assert load_tagger(tmp_path / "t").featurizer.context.path == short

@@ -94,6 +94,8 @@ def train_command(
                                          "and kept in --context-cache.")] = "none",
     context_cache: Annotated[Path | None, typer.Option("--context-cache", help="Folder for those states "
                                                        "(default: <cache>/spar-context/<model>).")] = None,
+    context_layers: Annotated[int | None, typer.Option("--context-layers", min=1, help="Read --context's states "
+                                                       "after this many layers (default: the last).")] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Default: 4 (minilm), 16 (char).")] = None,
     dev_size: Annotated[int, typer.Option("--dev-size", help="Posts held out for evaluation.")] = 300,
     val_size: Annotated[int, typer.Option("--val-size", help="Posts held out to choose the epoch.")] = 250,
@@ -112,8 +114,9 @@ def train_command(
                                  seed=SPLIT_SEED if seed is None else seed, threads=threads)
         settings.vectors = _gguf(vectors, "--vectors") if settings.kind == "char" else None
         if settings.kind == "char" and _gguf(context, "--context"):
-            settings.context = context
-            settings.context_cache = context_cache or config.cache_dir() / "spar-context" / Path(context).stem
+            settings.context, settings.context_layers = context, context_layers
+            settings.context_cache = context_cache or config.cache_dir() / "spar-context" / (
+                Path(context).stem + (f".first{context_layers}" if context_layers else ""))
         train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)
     except (GoldFormatError, LexiconError, MissingTorch, ModelRegistryError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -35,16 +35,19 @@ def _options(config: dict) -> str:
             parts.append("--vectors none")
         if config["featurizer"].get("context_model"):
             parts.append(f"--context {config['featurizer']['context_model']}")
+            if config["featurizer"].get("context_layers"):
+                parts.append(f"--context-layers {config['featurizer']['context_layers']}")
     epochs = config.get("training", {}).get("epochs")
     if epochs:
         parts.append(f"--epochs {epochs}")
     return "".join(" " + p for p in parts)
 
 
-def _init_lines(init: dict | None, context: str | None) -> list[str]:
+def _init_lines(init: dict | None, context: str | None, layers: int | None = None) -> list[str]:
     lines = []
     if context:
-        lines.append(f"- contextual feature: the last hidden states of {context} (llama.cpp embedding mode), "
+        which = f"the hidden states after layer {layers}" if layers else "the last hidden states"
+        lines.append(f"- contextual feature: {which} of {context} (llama.cpp embedding mode), "
                      "computed for every post at parse time (~0.4 s a post on 2 threads): that GGUF must be "
                      "installed wherever this tagger runs (Qwen2.5-Coder is Apache-2.0).")
     if not init:
@@ -69,7 +72,8 @@ def write_card(folder: str | Path) -> Path:
         f"- kind: {config['kind']}; encoder: {config.get('encoder')}"
         + (f"; lexicon feature from {config['lexicon']}" if config.get("lexicon") else ""),
         f"- groups: {' | '.join(config['groups']) or '(none: three-field track)'}",
-        *_init_lines(config.get("init"), config["featurizer"].get("context_model")), "",
+        *_init_lines(config.get("init"), config["featurizer"].get("context_model"),
+                     config["featurizer"].get("context_layers")), "",
         "## Data and split",
         f"- trained on `{config.get('data')}` (the shared gold training file, as it is)",
         f"- split seed {split.get('seed')}: {split.get('train')} train / {split.get('val')} validation "

@@ -45,11 +45,12 @@ class CharFeaturizer:
     (`context`, a ContextualStates; `context_model` names its GGUF in config.json)."""
 
     def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None,
-                 words: bool = False, context=None, context_model: str | None = None):
+                 words: bool = False, context=None, context_model: str | None = None,
+                 context_layers: int | None = None):
         self.vocab, self.terms = vocab, sorted(set(terms), key=len, reverse=True)
         self.bigrams = bigrams or {}  # character pairs (seen twice in training) → id; empty = off
         self.words = words
-        self.context, self.context_model = context, context_model
+        self.context, self.context_model, self.context_layers = context, context_model, context_layers
 
     @classmethod
     def build(cls, texts: list[str], terms: list[str], bigrams: bool = True, words: bool = False) -> CharFeaturizer:
@@ -85,7 +86,7 @@ class CharFeaturizer:
 
     def state(self) -> dict:
         return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams, "words": self.words,
-                "context_model": self.context_model}
+                "context_model": self.context_model, "context_layers": self.context_layers}
 
 
 class PieceFeaturizer:
@@ -202,12 +203,18 @@ class SpanTagger:
         return folder
 
 
-def open_context(model: str, cache: str | Path | None = None):
-    """The ContextualStates of an embedded model's name (or a GGUF path)."""
+def open_context(model: str, cache: str | Path | None = None, layers: int | None = None):
+    """The ContextualStates of an embedded model's name (or a GGUF path), after its first
+    `layers` layers (default: all of them)."""
     from rebuttal.llm.registry import gguf_file
     from rebuttal.spar.tagger.contextual import ContextualStates
 
-    return ContextualStates(gguf_file(model), cache=cache)
+    path = gguf_file(model)
+    if layers:
+        from rebuttal.spar.tagger.pretrained import first_layers
+
+        path = first_layers(path, layers)
+    return ContextualStates(path, cache=cache)
 
 
 def load_tagger(folder: str | Path) -> SpanTagger:
@@ -227,9 +234,9 @@ def load_tagger(folder: str | Path) -> SpanTagger:
         model = models.CharTagger(models.CharConfig(**config["char_config"]))
         state = config["featurizer"]
         featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False),
-                                    context_model=state.get("context_model"))
+                                    context_model=state.get("context_model"), context_layers=state.get("context_layers"))
         if featurizer.context_model:
-            featurizer.context = open_context(featurizer.context_model)
+            featurizer.context = open_context(featurizer.context_model, layers=featurizer.context_layers)
     model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
     meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

@@ -43,6 +43,7 @@ class TrainSettings:
     vectors: Path | None = None  # char models: a GGUF whose token embeddings start the char vectors
     context: str | None = None  # char models: an embedded model (or GGUF path) whose hidden states are a feature
     context_cache: Path | None = None  # where those states are kept between runs
+    context_layers: int | None = None  # read the states after this many layers (default: the last)
     epochs: int | None = None
     lr: float | None = None
     batch_size: int | None = None
@@ -91,8 +92,8 @@ def build_tagger(s: TrainSettings, train: list[GoldPost], groups: list[str]) -> 
     terms = [e.term for e in load_lexicon(s.lexicon).entries] if s.lexicon else []
     featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams, words=s.words)
     if s.context:
-        featurizer.context_model = s.context
-        featurizer.context = open_context(s.context, s.context_cache)
+        featurizer.context_model, featurizer.context_layers = s.context, s.context_layers
+        featurizer.context = open_context(s.context, s.context_cache, s.context_layers)
     config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=len(groups), encoder=s.encoder,
                                bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0,
                                word_dim=16 if s.words else 0,
@@ -195,6 +196,7 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
                     + (" + jieba word positions" if settings.words else "")
                     + (" (vectors from the chat model's token embeddings)" if settings.vectors else "")
                     + (f" + {settings.context} hidden states" if settings.context else "")
+                    + (f" after layer {settings.context_layers}" if settings.context and settings.context_layers else "")
                     if settings.kind == "char" else "all-MiniLM-L6-v2"),
         "lexicon": settings.lexicon.name if settings.lexicon else None,
         "training": {"epochs": settings.epochs, "lr": settings.lr, "batch_size": settings.batch_size,
