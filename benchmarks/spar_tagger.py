@@ -76,8 +76,9 @@ def markdown(rows: list[dict], data: Path) -> str:
                f"training and {first['val']}-post validation (epoch choice) posts"),
         model="none (no chat model, 0 LLM calls): trained span taggers",
         memory="en: packaged all-MiniLM-L6-v2 fine-tuned as a BIO tagger; zh: character models (the model "
-               "column says which features; `hidden states` = the chat model's last hidden states per character, "
-               "computed for every post at parse time)")
+               "column says which features; `hidden states` = a chat model's hidden states per character: its last "
+               "layer, or layer N for `after layer N` and for a GGUF cut to its first N blocks such as "
+               "`qwen-l14.gguf`; computed for every post at parse time, no text generated)")
     lines += ["## Summary (average F1 × 100 over the track's metrics, as `rebuttal eval spar`)", "",
               "| track | tagger | model | avg |", "|---|---|---|---|"]
     for r in rows:
