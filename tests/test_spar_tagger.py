@@ -295,6 +295,22 @@ def test_two_state_caches_sharing_a_folder_keep_each_others_shards(tmp_path):
     assert reread.get("people").tolist() == np.full((6, 4), 2.0).tolist()
 
 
+def test_a_state_cache_reads_only_its_own_models_shards(tmp_path):
+    """One folder for two model files (the full model and a cut copy): neither gets the other's states."""
+    import numpy as np
+
+    from rebuttal.spar.tagger.contextual import StateCache
+
+    full, cut = StateCache(tmp_path, source="model.gguf"), StateCache(tmp_path, source="model.first3.gguf")
+    full.put("people", np.ones((6, 4)))
+    cut.put("people", np.full((6, 2), 2.0))
+    full.flush()
+    cut.flush()
+    again = StateCache(tmp_path, source="model.first3.gguf")
+    assert again.get("people").tolist() == np.full((6, 2), 2.0).tolist() and again.dim == 2
+    assert StateCache(tmp_path, source="other.gguf").get("people") is None
+
+
 def test_train_with_contextual_states_round_trips(tiny_gguf, tmp_path):
     from rebuttal.spar.commands import spar_app
     from rebuttal.spar.tagger.core import load_tagger

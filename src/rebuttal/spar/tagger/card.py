@@ -48,8 +48,8 @@ def _init_lines(init: dict | None, context: str | None, layers: int | None = Non
     if context:
         which = f"the hidden states after layer {layers}" if layers else "the last hidden states"
         lines.append(f"- contextual feature: {which} of {context} (llama.cpp embedding mode), "
-                     "computed for every post at parse time (~0.4 s a post on 2 threads): that GGUF must be "
-                     "installed wherever this tagger runs (Qwen2.5-Coder is Apache-2.0).")
+                     "computed for every post at parse time (one forward pass, ~0.2-0.4 s a post on 2 threads): "
+                     "that GGUF must be installed wherever this tagger runs (Qwen2.5-Coder is Apache-2.0).")
     if not init:
         return lines
     return lines + [f"- start vectors: {init['chars']} characters and {init['bigrams']} character pairs from the input "

@@ -1,5 +1,7 @@
-"""Contextual character vectors from the embedded chat model: the last hidden state of the Qwen
-GGUF (llama.cpp in embedding mode, no pooling) for each character of a post.
+"""Contextual character vectors from the embedded chat model: the hidden state of the Qwen GGUF
+(llama.cpp in embedding mode, no pooling) for each character of a post. llama.cpp gives a
+model's last layer; for layer N the GGUF is first cut to its first N blocks
+(`pretrained.first_layers`, `rebuttal spar train --context-layers N`).
 
 A character gets the state of the token that completes it (the model reads left to right, so
 that state has seen the whole character and everything before it); the tagger's BiLSTM adds
@@ -29,7 +31,7 @@ class ContextualStates:
                  cache: str | Path | None = None):
         self.path, self.threads, self.max_tokens = Path(gguf_path), threads, max_tokens
         self._llm = None
-        self.cache = StateCache(cache) if cache else None
+        self.cache = StateCache(cache, source=self.path.name) if cache else None
         self.dim = (self.cache.dim if self.cache is not None else 0) or self.llm.n_embd()  # a full cache spares the model
 
     @property
@@ -67,17 +69,22 @@ class ContextualStates:
 
 
 class StateCache:
-    """Character states by text, in `shard*.npz` files of a folder; `flush()` writes new ones."""
+    """Character states by text, in `shard*.npz` files of a folder; `flush()` writes new ones.
+    Each shard names the model file (`source`) its states came from, and only that model's
+    shards are read, so a folder shared by several models or layers never mixes their states
+    (shards written before sources were recorded are read by any)."""
 
     SHARD = 400
 
-    def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path, source: str = ""):
+        self.folder, self.source = Path(folder), source
         self.folder.mkdir(parents=True, exist_ok=True)
         self._states: dict[str, np.ndarray] = {}
         self._new: dict[str, np.ndarray] = {}
         for shard in sorted(self.folder.glob("shard*.npz")):
             with np.load(shard) as data:
+                if "source" in data and str(data["source"]) != source:
+                    continue
                 bounds = np.cumsum([0, *data["lengths"]])
                 states = data["states"]
                 for i, key in enumerate(data["keys"]):
@@ -101,7 +108,7 @@ class StateCache:
         # sharing the folder never write the same file, and no reader sees a half-written shard.
         temporary = self.folder / f".writing-{os.getpid()}-{threading.get_ident()}.npz"
         np.savez(temporary, keys=np.array(list(self._new)), lengths=np.array([len(a) for a in arrays]),
-                 states=np.concatenate(arrays))
+                 states=np.concatenate(arrays), source=np.array(self.source))
         index = len(list(self.folder.glob("shard*.npz")))
         while True:
             try:

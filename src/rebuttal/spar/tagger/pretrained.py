@@ -10,11 +10,13 @@ tokenising uses llama.cpp in vocabulary-only mode (no weights are evaluated).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
+from rebuttal import config
 from rebuttal.optional import require
 
 EMBEDDING_TENSOR = "token_embd.weight"
@@ -71,10 +73,6 @@ def first_layers(gguf_path: str | Path, layers: int) -> Path:
     """A copy of a GGUF that keeps only its first `layers` transformer blocks, written once into
     the cache folder: llama.cpp's embedding mode then returns layer N's states (the model's
     final norm applied), where it otherwise gives only the last layer's."""
-    import hashlib
-
-    from rebuttal import config
-
     gguf = require("gguf", "train")
     source = Path(gguf_path).resolve()
     tag = hashlib.sha1(str(source).encode()).hexdigest()[:8]
