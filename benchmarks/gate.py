@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -57,17 +58,20 @@ def main() -> None:
     lines = header("Hate gate on the HateCheck dev halves", split="HateCheck dev half (English) and Multilingual "
                    "HateCheck dev half (Mandarin), template-held-out 5-fold cross-validation (the gates train on "
                    "these halves); silver dev round 1 (hateful posts FIRE must answer; no gate trains on it)",
-                   model="none (the gate alone; FIRE adds the LLM's vote)",
-                   memory="all-MiniLM-L6-v2 (English), character n-grams (Chinese); gates: " + "; ".join(
+                   model="none for the vote (the gate alone; FIRE adds the LLM's vote); a states gate reads qwen2.5-1.5b's hidden states",
+                   memory="all-MiniLM-L6-v2 (English); the chat model's layer-14 states or character n-grams "
+                   "(Chinese); gates: " + "; ".join(
                        f"{name}: {os.path.relpath(SHIPPED, ROOT) if name == 'shipped' else path} (en {k['en']}, zh {k['zh']})"
                        for (name, k), path in zip(kinds.items(), [SHIPPED, *args.compare])))
     lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
               "Held-out scores are those `rebuttal learned train-gate` records when it trains a gate (the same "
               "template folds that chose its threshold). `silver dev hateful called hateful`: the share of the "
               "hateful silver dev round-1 posts at or above the threshold, the gate's recall on the kind of post "
-              "FIRE exists for.", "",
+              "FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
+              "MiniLM vectors FIRE computes anyway are not counted; a states gate's includes its forward pass, one "
+              "case at a time).", "",
               "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
-              "| silver dev hateful called hateful |", "|---|---|---|---|---|---|---|---|"]
+              "| silver dev hateful called hateful | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
     tables, bands = [], []
     encoder = load_minilm()
     silver = [r.text for r in datasets.silver_posts([SILVER_DEV]) if r.hateful]
@@ -80,14 +84,14 @@ def main() -> None:
         for name, gate in gates.items():
             if name != "shipped" and kinds[name][lang] == kinds["shipped"][lang]:
                 continue  # the same kind of model for this language: the shipped rows stand for it
-            held_out = recorded_held_out(gate, lang, hatecheck, name)
-            threshold = gate.gates[lang].threshold
-            in_sample = [score for score, _, _ in gate.scores(texts, vectors, encoder)]
-            label = f"{name} ({kinds[name][lang]})"
-            lines.append(row(lang, label, hatecheck, held_out, in_sample, threshold)
-                         + silver_recall(gate, own, own_vectors, encoder))
-            tables += functionality_table(f"{lang}, {label}", hatecheck, held_out, threshold)
-            bands.append(band_row(f"{lang}, {label}", hatecheck, held_out, gate.gates[lang]))
+            for label, one, held_out in variants(gate, name, kinds[name][lang], lang, hatecheck):
+                started = time.perf_counter()
+                in_sample = one.score(texts, vectors if one.uses_vectors else None, lang, encoder)
+                ms = (time.perf_counter() - started) * 1000 / len(texts)
+                lines.append(row(lang, label, hatecheck, held_out, in_sample, one.threshold)
+                             + silver_recall(one, lang, own, own_vectors, encoder) + f" {ms:.2f} |")
+                tables += functionality_table(f"{lang}, {label}", hatecheck, held_out, one.threshold)
+                bands.append(band_row(f"{lang}, {label}", hatecheck, held_out, one))
     lines += ["", "## The LLM's veto band", "",
               "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
               "the LLM's \"not hateful\" no longer vetoes (the reply is flagged `gate_llm_disagrees`). `sure` is "
@@ -99,10 +103,18 @@ def main() -> None:
     print("\n".join(lines))
 
 
-def silver_recall(gate, texts: list[str], vectors, encoder) -> str:
+def variants(gate, name: str, kind: str, lang: str, hatecheck):
+    """(label, LanguageGate, held-out scores): the language's gate, then its fallback if it has one."""
+    yield f"{name} ({kind})", gate.gates[lang], recorded_held_out(gate, lang, hatecheck, name)
+    if lang in gate.fallbacks:
+        info = gate.meta["languages"][lang]["fallback"]
+        yield f"{name} fallback ({info['model']})", gate.fallbacks[lang], np.array(info["held_out_scores"])
+
+
+def silver_recall(gate, lang: str, texts: list[str], vectors, encoder) -> str:
     if not texts:
         return " n/a (no posts in this language) |"
-    called = sum(score >= g.threshold for score, g, _ in gate.scores(texts, vectors, encoder))
+    called = int((gate.score(texts, vectors if gate.uses_vectors else None, lang, encoder) >= gate.threshold).sum())
     return f" {called}/{len(texts)} ({called / len(texts):.2f}) |"
 
 

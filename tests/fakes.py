@@ -124,11 +124,16 @@ class WordEncoder:
 class FixedGate:
     """A hate gate that gives every text the same probability."""
 
-    def __init__(self, score: float, threshold: float = 0.5, sure: float = 1.01):
-        self.score, self.threshold, self.sure = score, threshold, sure
+    kind = "fixed"
+
+    def __init__(self, score: float, threshold: float = 0.5, sure: float = 1.01, fallback: bool = False):
+        self.score, self.threshold, self.sure, self.fallback = score, threshold, sure, fallback
 
     def scores(self, texts, vectors=None, encoder=None):
         return [(self.score, self, "en") for _ in texts]
+
+    def is_fallback(self, gate) -> bool:
+        return self.fallback
 
 
 def run_in_threads(target: Callable[[], None], count: int) -> list[str]:

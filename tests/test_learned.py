@@ -72,6 +72,46 @@ def test_token_head_gate_learns_from_tokens_and_survives_a_round_trip(tmp_path):
         loaded.scores(probe)
 
 
+class MarkerReader:
+    """A stand-in for the chat model's states: one 8-wide state per word, dimension 0 set by "vile"."""
+
+    dim = 8
+
+    def token_states(self, text):
+        words = text.split()
+        states = np.zeros((len(words), self.dim), np.float32)
+        for i, word in enumerate(words):
+            states[i, 0] = word == "vile"
+            states[i, 1 + hash(word) % 7] += 1.0
+        return words, states
+
+
+def test_states_gate_reads_pooled_states_and_falls_back_when_its_model_is_missing(tmp_path):
+    from rebuttal.learned.gate import pooled_states, train_states_gate
+
+    reader = MarkerReader()
+    texts = [f"{w} people are {a}" for w in ("these", "those", "some", "many") for a in ("vile", "kind", "tall")] * 3
+    labels = ["vile" in t for t in texts]
+    features = pooled_states(reader, texts)
+    assert features.shape == (len(texts), 16) and features[0, 0] == pytest.approx(0.25) and features[0, 8] == 1.0
+    spec = {"model": "no-such-model", "layers": 3, "max_tokens": 8}
+    zh = train_states_gate(features, labels, np.ones(len(texts)), spec, c=1.0)
+    zh.reader = reader
+    fallback = train_language_gate(["他们都是垃圾", "今天天气很好"] * 5, [True, False] * 5, "zh", None)
+    en = train_language_gate(texts, labels, "en", None)
+    gate = HateGate({"en": en, "zh": zh}, {}, {"zh": fallback})
+    probe = ["他们 都是 vile", "他们 都是 kind"]
+    (high, used, lang), (low, _, _) = gate.scores(probe)
+    assert lang == "zh" and used is zh and not gate.is_fallback(used) and high > 0.5 > low
+    loaded = HateGate.load(gate.save(tmp_path / "gate.npz"))
+    assert loaded.gates["zh"].states == spec and loaded.gates["zh"].kind == "model states"
+    loaded.gates["zh"].reader = reader
+    assert [p for p, _, _ in loaded.scores(probe)] == pytest.approx([high, low], abs=1e-5)
+    loaded.gates["zh"].reader = None  # its model "no-such-model" is not installed: the fallback scores
+    (score, used, _), = loaded.scores(["他们都是垃圾"])
+    assert loaded.is_fallback(used) and used.kind == "linear" and score >= used.threshold
+
+
 @pytest.fixture(scope="module")
 def minilm():
     from rebuttal.llm.embeddings import load_minilm

@@ -263,7 +263,7 @@ def test_contextual_states_align_to_characters_and_are_cached(tiny_gguf, tmp_pat
     states depend on what came before; a cache folder answers without the model."""
     import numpy as np
 
-    from rebuttal.spar.tagger.contextual import ContextualStates
+    from rebuttal.llm.states import ContextualStates
 
     states = ContextualStates(tiny_gguf, threads=1, cache=tmp_path / "cache")
     text = "河北人 are people"
@@ -282,7 +282,7 @@ def test_two_state_caches_sharing_a_folder_keep_each_others_shards(tmp_path):
     """Two trainings filling one --context-cache folder: each flush lands in its own shard."""
     import numpy as np
 
-    from rebuttal.spar.tagger.contextual import StateCache
+    from rebuttal.llm.states import StateCache
 
     first, second = StateCache(tmp_path), StateCache(tmp_path)  # both opened on the empty folder
     first.put("河北人", np.ones((3, 4)))
@@ -299,7 +299,7 @@ def test_a_state_cache_reads_only_its_own_models_shards(tmp_path):
     """One folder for two model files (the full model and a cut copy): neither gets the other's states."""
     import numpy as np
 
-    from rebuttal.spar.tagger.contextual import StateCache
+    from rebuttal.llm.states import StateCache
 
     full, cut = StateCache(tmp_path, source="model.gguf"), StateCache(tmp_path, source="model.first3.gguf")
     full.put("people", np.ones((6, 4)))
@@ -337,13 +337,13 @@ def test_context_layers_reads_an_earlier_layer_of_the_model(tiny_gguf, tmp_path,
     import numpy as np
 
     from rebuttal.spar.commands import spar_app
-    from rebuttal.spar.tagger.contextual import ContextualStates
+    from rebuttal.llm.states import ContextualStates
     from rebuttal.spar.tagger.core import load_tagger
-    from rebuttal.spar.tagger.pretrained import first_layers
+    from rebuttal.llm.states import first_layers
 
     monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path / "cache"))
     short = first_layers(tiny_gguf, 3)
-    assert short.parent == tmp_path / "cache" / "spar-context" and first_layers(tiny_gguf, 3) == short
+    assert short.parent == tmp_path / "cache" / "model-layers" and first_layers(tiny_gguf, 3) == short
     fields = gguf.GGUFReader(str(short)).fields
     assert fields["llama.block_count"].contents() == 3
     assert not any(t.name.startswith("blk.3.") for t in gguf.GGUFReader(str(short)).tensors)

@@ -125,6 +125,7 @@ class GateVerdict(BaseModel):
     sure: float = 1.01  # from this score on the LLM's "not hateful" flags the reply instead of vetoing it
     llm_hateful: bool | None = None  # None when the LLM was not asked
     reason: str = ""
+    fallback: bool = False  # the language's own gate could not run; a simpler one scored the post
 
 
 class CategoryVote(BaseModel):

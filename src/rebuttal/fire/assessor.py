@@ -91,5 +91,7 @@ class Assessor:
         if self.gate is None:
             return None
         score, gate, lang = self.gate.scores([post], vector, self.encoder)[0]
+        fallback = self.gate.is_fallback(gate)
+        reason = f"{lang} {gate.kind} gate" + (" (fallback: the language's own gate could not run)" if fallback else "")
         return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=gate.threshold,
-                           sure=gate.sure, reason=f"{lang} classifier")
+                           sure=gate.sure, reason=reason, fallback=fallback)

@@ -124,6 +124,8 @@ class FirePipeline:
     def _heal_and_care(self, result: FireResult, reply: bool) -> None:
         assessment = self.assessor.assess(result.text, result.trace)
         result.memory = assessment.view
+        if assessment.gate is not None and assessment.gate.fallback:
+            result.trace.flag("gate_fallback")
         if assessment.hateful is False:
             self._not_hateful(result, assessment)
             return

@@ -40,6 +40,9 @@ def train_gate_command(
     english: Annotated[str, typer.Option(help="English gate: `linear` (logistic regression, the shipped kind, "
                                               "~10 min on 2 cores) or `head` (token head over MiniLM, ~25 min; "
                                               "fewer HateCheck false positives, lower recall on real posts)")] = "linear",
+    chinese: Annotated[str, typer.Option(help="Chinese gate: `states` (the embedded chat model's layer-14 states, "
+                                              "the shipped kind; ~15 min to read them; a linear fallback is kept) "
+                                              "or `linear` (character n-grams, ~1 min)")] = "states",
 ) -> None:
     """Train the hate gate (English and Chinese); REBUTTAL_GATE_MODEL=OUT/gate.npz makes FIRE use it."""
     from rebuttal.learned.train import train_gate
@@ -47,7 +50,9 @@ def train_gate_command(
     try:
         if english not in ("head", "linear"):
             raise typer.BadParameter("--english must be head or linear")
-        gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr, english=english)
+        if chinese not in ("states", "linear"):
+            raise typer.BadParameter("--chinese must be states or linear")
+        gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr, english=english, chinese=chinese)
     except FileNotFoundError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None

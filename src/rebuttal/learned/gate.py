@@ -2,14 +2,17 @@
 
 One model per language. English: either a token head over MiniLM's token states
 (gate_head.py) or a logistic regression on MiniLM sentence vectors plus hashed word n-grams.
-Chinese: a logistic regression on hashed character n-grams (no Chinese encoder is packaged).
-Thresholds are per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
+Chinese (no Chinese encoder is packaged): a logistic regression on the embedded chat model's
+hidden states after its first 14 layers (mean and last of the first 64 tokens), with a
+character n-gram model kept as the fallback when that model is not installed. Thresholds are
+per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,8 @@ from scipy import sparse
 
 from rebuttal.learned.gate_head import MAX_TOKENS, head_arrays, head_from_arrays, head_probabilities
 from rebuttal.learned.text import language, ngram_vectorizer, sigmoid
+from rebuttal.llm.registry import ModelRegistryError
+from rebuttal.optional import MissingBackend
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "gate.npz"
 LANGUAGES = ("en", "zh")
@@ -32,8 +37,17 @@ class LanguageGate:
     # chosen so that held-out non-hateful cases rarely score this high. Above 1: the LLM always may.
     sure: float = 1.01
     head: object | None = None  # a gate_head.TokenHead: then it alone scores (coef is unused)
+    # {"model", "layers", "max_tokens"}: coef reads the chat model's pooled states instead
+    states: dict | None = None
+    reader: object | None = field(default=None, repr=False)  # a ContextualStates; default: shared_reader
+
+    @property
+    def kind(self) -> str:
+        return "token head" if self.head is not None else "model states" if self.states else "linear"
 
     def features(self, texts: list[str], vectors: np.ndarray | None, lang: str):
+        if self.states is not None:
+            return pooled_states(self.reader or shared_reader(**self.states), texts)
         grams = ngram_vectorizer(lang).transform(texts)
         if not self.uses_vectors:
             return grams
@@ -49,30 +63,64 @@ class LanguageGate:
         return sigmoid(self.features(texts, vectors, lang) @ self.coef + self.intercept)
 
 
+def pooled_states(reader, texts: list[str]) -> np.ndarray:
+    """Per text: the mean and the last of its token states, (n, 2 * dim). The last state has read
+    the whole text (the model reads left to right); the mean keeps what each part said."""
+    out = np.zeros((len(texts), 2 * reader.dim), dtype=np.float32)
+    for i, text in enumerate(texts):
+        _, states = reader.token_states(text)
+        if len(states):
+            out[i] = np.concatenate([states.mean(axis=0), states[-1]])
+    return out
+
+
+@lru_cache(maxsize=2)
+def shared_reader(model: str, layers: int | None, max_tokens: int):
+    from rebuttal.llm.states import open_states
+
+    return open_states(model, layers=layers, max_tokens=max_tokens)
+
+
 @dataclass
 class HateGate:
     gates: dict[str, LanguageGate]
     meta: dict = field(default_factory=dict)
+    # Used when a language's gate cannot run (its embedded model is not installed); flagged.
+    fallbacks: dict[str, LanguageGate] = field(default_factory=dict)
 
     def scores(self, texts: list[str], vectors: np.ndarray | None = None,
                encoder=None) -> list[tuple[float, LanguageGate, str]]:
-        """(probability hateful, the language's gate, language) per text; `vectors` are MiniLM
-        rows for the same texts (the English linear gate), `encoder` the MiniLM (token head)."""
+        """(probability hateful, the gate that scored it, language) per text; `vectors` are MiniLM
+        rows for the same texts (the English linear gate), `encoder` the MiniLM (token head).
+        The gate is `self.fallbacks[lang]` when the language's own gate could not run."""
         langs = [language(t) for t in texts]
         out: list[tuple[float, LanguageGate, str]] = [None] * len(texts)  # type: ignore[list-item]
         for lang in set(langs):
             rows = [i for i, lg in enumerate(langs) if lg == lang]
+            chosen = [texts[i] for i in rows]
             gate = self.gates[lang]
-            vecs = vectors[rows] if vectors is not None and gate.uses_vectors else None
-            for i, p in zip(rows, gate.score([texts[i] for i in rows], vecs, lang, encoder)):
+            try:
+                scores = gate.score(chosen, _rows(vectors, rows, gate), lang, encoder)
+            except (MissingBackend, ModelRegistryError, FileNotFoundError):  # the model is not installed
+                if lang not in self.fallbacks:
+                    raise
+                gate = self.fallbacks[lang]
+                scores = gate.score(chosen, _rows(vectors, rows, gate), lang, encoder)
+            for i, p in zip(rows, scores):
                 out[i] = (float(p), gate, lang)
         return out
+
+    def is_fallback(self, gate: LanguageGate) -> bool:
+        return any(gate is g for g in self.fallbacks.values())
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {}
-        for lang, gate in self.gates.items():
+        named = {**self.gates, **{f"{lang}_fallback": g for lang, g in self.fallbacks.items()}}
+        for lang, gate in named.items():
+            if gate.states is not None:
+                arrays[f"{lang}_states"] = np.array(json.dumps(gate.states))
             arrays[f"{lang}_coef"] = sparse.csr_matrix(gate.coef.reshape(1, -1)).toarray().astype(np.float32)[0]
             arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors), gate.sure],
                                               dtype=np.float64)
@@ -84,15 +132,26 @@ class HateGate:
     @classmethod
     def load(cls, path: str | Path = SHIPPED) -> HateGate:
         with np.load(path) as data:
-            gates = {}
-            for lang in LANGUAGES:
-                head = data[f"{lang}_head"]  # gates saved before `sure` existed have three values
-                gates[lang] = LanguageGate(data[f"{lang}_coef"], float(head[0]), float(head[1]), bool(head[2]),
-                                           float(head[3]) if len(head) > 3 else 1.01)
-                prefix = f"{lang}_tokens."
-                if any(name.startswith(prefix) for name in data.files):
-                    gates[lang].head = head_from_arrays(data, prefix)  # it reads only the prefixed arrays
-            return cls(gates, json.loads(str(data["meta"])))
+            gates = {name: _load_gate(data, name) for name in LANGUAGES}
+            fallbacks = {lang: _load_gate(data, f"{lang}_fallback") for lang in LANGUAGES
+                         if f"{lang}_fallback_coef" in data.files}
+            return cls(gates, json.loads(str(data["meta"])), fallbacks)
+
+
+def _rows(vectors: np.ndarray | None, rows: list[int], gate: LanguageGate) -> np.ndarray | None:
+    return vectors[rows] if vectors is not None and gate.uses_vectors else None
+
+
+def _load_gate(data, name: str) -> LanguageGate:
+    head = data[f"{name}_head"]  # gates saved before `sure` existed have three values
+    gate = LanguageGate(data[f"{name}_coef"], float(head[0]), float(head[1]), bool(head[2]),
+                        float(head[3]) if len(head) > 3 else 1.01)
+    if f"{name}_states" in data.files:
+        gate.states = json.loads(str(data[f"{name}_states"]))
+    prefix = f"{name}_tokens."
+    if any(key.startswith(prefix) for key in data.files):
+        gate.head = head_from_arrays(data, prefix)  # it reads only the prefixed arrays
+    return gate
 
 
 def train_language_gate(texts: list[str], labels: list[bool], lang: str, vectors: np.ndarray | None,
@@ -104,3 +163,16 @@ def train_language_gate(texts: list[str], labels: list[bool], lang: str, vectors
     model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced").fit(features, np.array(labels))
     gate.coef, gate.intercept = model.coef_[0].astype(np.float32), float(model.intercept_[0])
     return gate
+
+
+def train_states_gate(features: np.ndarray, labels: list[bool], weights: np.ndarray, states: dict,
+                      c: float = 0.001, threshold: float = 0.5) -> LanguageGate:
+    """Logistic regression on standardised pooled states; the scaling is folded into the weights."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = features.mean(axis=0), features.std(axis=0) + 1e-6
+    model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
+    model.fit((features - mean) / scale, np.array(labels), sample_weight=weights)
+    coef = model.coef_[0] / scale
+    intercept = float(model.intercept_[0] - coef @ mean)
+    return LanguageGate(coef.astype(np.float32), intercept, threshold, uses_vectors=False, states=dict(states))

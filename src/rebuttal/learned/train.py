@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from rebuttal.learned.category import CategoryModel, train_category_model
-from rebuttal.learned.gate import HateGate, LanguageGate, train_language_gate
+from rebuttal.learned.gate import HateGate, LanguageGate, train_language_gate, train_states_gate
+from rebuttal.learned.text import sigmoid
 from rebuttal.types import HateType
 
 LICENCE_NOTE = (
-    "The weights are small models (linear, or a 0.2M-weight head over MiniLM token states); no "
+    "The weights are small models (linear models, or a 0.2M-weight head over MiniLM token states); no "
     "training text is stored in them. They are derived from "
     "data whose licences restrict use to research (see the data sources below); use them for "
     "research and non-commercial moderation support, or retrain on data you hold."
@@ -99,37 +100,51 @@ def category_card(model: CategoryModel, records) -> str:
 
 
 HEAD_PER_SOURCE = 1500  # the token head reads 48 token states per text: a smaller corpus sample
+# The Chinese gate's features: the chat model after 14 of its 28 layers, first 64 tokens. Chosen
+# on template-held-out folds of HateCheck zh dev (exploration on whole posts, FPR at 90% recall: C 0.001
+# 0.24, C 0.01 0.32; a token head over the same states 0.32; character n-grams 0.66).
+STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 64}
+STATES_C = 0.001
+HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations, quotes and neutral mentions
 
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
-               max_fpr: float = 0.15, english: str = "linear") -> HateGate:
+               max_fpr: float = 0.15, english: str = "linear", chinese: str = "states") -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
     is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
     HateCheck dev (a template never sits in train and test of the same fold); `sure`, above
     which the LLM cannot veto, is the lowest score that held-out non-hateful cases reach at
-    most `max_fpr` of the time. `english`: "head" (token head, gate_head.py) or "linear"."""
+    most `max_fpr` of the time. `english`: "head" (token head, gate_head.py) or "linear";
+    `chinese`: "states" (the chat model's states; a linear fallback is trained too) or "linear"."""
     from rebuttal.learned import datasets
 
     root = Path(root)
-    gates, info = {}, {}
-    for lang in ("en", "zh"):
-        use_head = lang == "en" and english == "head"
-        corpus = datasets.gate_corpus(root, lang, **({"per_source": HEAD_PER_SOURCE} if use_head else {}))
+    gates, fallbacks, info = {}, {}, {}
+    builders = {"linear": _linear_gate, "head": _head_gate, "states": _states_gate}
+    for lang, kind in (("en", english), ("zh", chinese)):
+        corpus = datasets.gate_corpus(root, lang, **({"per_source": HEAD_PER_SOURCE} if kind == "head" else {}))
         hatecheck = datasets.hatecheck(root, lang)
-        gate, held_out = (_head_gate if use_head else _linear_gate)(corpus, hatecheck, lang, c)
-        hateful = [r.hateful for r in hatecheck]
-        gate.threshold = _threshold(held_out, hateful, recall_target)
-        gate.sure = sure_cut(held_out, hateful, gate.threshold, max_fpr)
-        gates[lang] = gate
-        info[lang] = {"model": "token head" if use_head else "linear", "records": len(corpus) + len(hatecheck),
-                      "threshold": gate.threshold, "sure": gate.sure,
-                      "sources": dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck)),
-                      "held_out_scores": [round(float(x), 4) for x in held_out]}
-    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "languages": info})
+        gates[lang], info[lang] = _calibrated(builders[kind], corpus, hatecheck, lang, c, recall_target, max_fpr)
+        info[lang]["sources"] = dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck))
+        if kind == "states":  # for machines without the embedded model
+            fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, corpus, hatecheck, lang, c,
+                                                                  recall_target, max_fpr)
+    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "languages": info},
+                    fallbacks)
     out = Path(out)
     gate.save(out / "gate.npz")
     (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
     return gate
+
+
+def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr) -> tuple[LanguageGate, dict]:
+    gate, held_out = build(corpus, hatecheck, lang, c)
+    hateful = [r.hateful for r in hatecheck]
+    gate.threshold = _threshold(held_out, hateful, recall_target)
+    gate.sure = sure_cut(held_out, hateful, gate.threshold, max_fpr)
+    return gate, {"model": gate.kind, "records": len(corpus) + len(hatecheck), "threshold": gate.threshold,
+                  "sure": gate.sure, "states": gate.states,
+                  "held_out_scores": [round(float(x), 4) for x in held_out]}
 
 
 def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5) -> np.ndarray:
@@ -174,6 +189,24 @@ def _head_gate(corpus, hatecheck, lang, c):
     return gate, held_out
 
 
+def _states_gate(corpus, hatecheck, lang, c):
+    from rebuttal.learned.gate import pooled_states, shared_reader
+
+    rows = corpus + hatecheck
+    features = pooled_states(shared_reader(**STATES), [r.text for r in rows])
+    labels = np.array([r.hateful for r in rows])
+    weights = np.where(np.arange(len(rows)) >= len(corpus), HATECHECK_WEIGHT, 1.0)
+
+    def fit(idx):
+        return train_states_gate(features[idx], labels[idx], weights[idx], STATES, STATES_C)
+
+    def fit_score(train, held):
+        gate = fit(train)
+        return sigmoid(features[held] @ gate.coef + gate.intercept)
+
+    return fit(np.arange(len(rows))), held_out_scores(corpus, hatecheck, fit_score)
+
+
 def sure_cut(scores: np.ndarray, hateful: list[bool], threshold: float, max_fpr: float) -> float:
     """The lowest cut (>= threshold) that held-out non-hateful cases reach at most `max_fpr` of the time."""
     benign = np.asarray(scores)[~np.array(hateful)]
@@ -193,19 +226,30 @@ def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) ->
 
 def gate_card(gate: HateGate) -> str:
     models = {"token head": "a token head (one 128-wide transformer layer) over frozen all-MiniLM-L6-v2 token "
-                            "states (first 48 tokens)", "linear": "logistic regression"}
-    lines = ["# Hate gate", "", f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", "",
-             *(f"- {lang}: {models[info.get('model', 'linear')]}" for lang, info in gate.meta["languages"].items()),
-             "", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
-             "(Chinese).", "", "## Data", ""]
+                            "states (first 48 tokens)", "linear": "logistic regression",
+              "model states": "logistic regression on the embedded chat model's hidden states (mean and last "
+                              "token state, standardised)"}
+    lines = ["# Hate gate", "", f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", ""]
+    for lang, info in gate.meta["languages"].items():
+        states = info.get("states")
+        read = f" of {states['model']} after {states['layers']} layers, first {states['max_tokens']} tokens" if states else ""
+        fallback = " (fallback when that model is not installed: logistic regression on character n-grams, " \
+            "flagged `gate_fallback`)" \
+            if "fallback" in info else ""
+        lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}")
+    lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
+              "(Chinese).", "", "## Data", ""]
     for lang, info in gate.meta["languages"].items():
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
                      f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "
                      f"folds of the HateCheck dev half); sure {info['sure']:.2f} (held-out non-hateful cases at or "
                      f"above it <= {gate.meta['max_fpr']}: from there the LLM's 'not hateful' no longer vetoes a reply)")
+        if "fallback" in info:
+            lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
               "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
               "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial), HateCheck and Multilingual "
-              "HateCheck dev halves (CC BY 4.0).", "", "## Licence", "", LICENCE_NOTE,
-              "", "Scores: benchmarks/results/gate.md."]
+              "HateCheck dev halves (CC BY 4.0). The chat model (Qwen2.5-Coder-1.5B-Instruct, Apache-2.0) is not "
+              "part of the gate file; it is read at run time from the installed model.", "", "## Licence", "",
+              LICENCE_NOTE, "", "Scores: benchmarks/results/gate.md."]
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rebuttal.llm.embeddings import minilm_path
+from rebuttal.llm.states import open_states
 from rebuttal.optional import require
 from rebuttal.spar.tagger import labels as L
 from rebuttal.types import SparTuple
@@ -203,20 +204,6 @@ class SpanTagger:
         return folder
 
 
-def open_context(model: str, cache: str | Path | None = None, layers: int | None = None):
-    """The ContextualStates of an embedded model's name (or a GGUF path), after its first
-    `layers` layers (default: all of them)."""
-    from rebuttal.llm.registry import gguf_file
-    from rebuttal.spar.tagger.contextual import ContextualStates
-
-    path = gguf_file(model)
-    if layers:
-        from rebuttal.spar.tagger.pretrained import first_layers
-
-        path = first_layers(path, layers)
-    return ContextualStates(path, cache=cache)
-
-
 def load_tagger(folder: str | Path) -> SpanTagger:
     """A tagger saved by `rebuttal spar train`."""
     folder = Path(folder)
@@ -236,7 +223,7 @@ def load_tagger(folder: str | Path) -> SpanTagger:
         featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False),
                                     context_model=state.get("context_model"), context_layers=state.get("context_layers"))
         if featurizer.context_model:
-            featurizer.context = open_context(featurizer.context_model, layers=featurizer.context_layers)
+            featurizer.context = open_states(featurizer.context_model, layers=featurizer.context_layers)
     model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
     meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

@@ -10,13 +10,10 @@ tokenising uses llama.cpp in vocabulary-only mode (no weights are evaluated).
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
-from rebuttal import config
 from rebuttal.optional import require
 
 EMBEDDING_TENSOR = "token_embd.weight"
@@ -67,41 +64,3 @@ def initialise(model, featurizer, gguf_path: str | Path) -> dict:
             model.bigrams.weight[ids] = torch.from_numpy(low[len(chars):, :cfg.bigram_dim].copy())
     return {"vectors_from": Path(gguf_path).name, "tensor": EMBEDDING_TENSOR, "chars": len(chars),
             "bigrams": len(pairs), "width": int(raw.shape[1])}
-
-
-def first_layers(gguf_path: str | Path, layers: int) -> Path:
-    """A copy of a GGUF that keeps only its first `layers` transformer blocks, written once into
-    the cache folder: llama.cpp's embedding mode then returns layer N's states (the model's
-    final norm applied), where it otherwise gives only the last layer's."""
-    gguf = require("gguf", "train")
-    source = Path(gguf_path).resolve()
-    tag = hashlib.sha1(str(source).encode()).hexdigest()[:8]
-    target = config.cache_dir() / "spar-context" / f"{source.stem}-{tag}.first{layers}.gguf"
-    if target.exists():
-        return target
-    reader = gguf.GGUFReader(str(source))
-    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
-    blocks = f"{arch}.block_count"
-    total = reader.fields[blocks].contents()
-    if not 0 < layers < total:
-        raise ValueError(f"{source.name} has {total} layers; keep 1 to {total - 1} of them, not {layers}")
-    kept = [t for t in reader.tensors if not t.name.startswith("blk.") or int(t.name.split(".")[1]) < layers]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + f".{os.getpid()}.partial")
-    writer = gguf.GGUFWriter(str(partial), arch=arch, endianess=reader.endianess)
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue  # the writer adds these itself
-        kind = field.types[0]
-        writer.add_key_value(field.name, layers if field.name == blocks else field.contents(), kind,
-                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
-    for tensor in kept:
-        writer.add_tensor_info(tensor.name, tensor.data.shape, tensor.data.dtype, tensor.data.nbytes, tensor.tensor_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    for tensor in kept:
-        writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
-    writer.close()
-    partial.replace(target)  # whole or not at all
-    return target

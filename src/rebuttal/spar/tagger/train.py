@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebuttal.llm.embeddings import minilm_path
+from rebuttal.llm.states import open_states
 from rebuttal.optional import require
 from rebuttal.spar.gold import GoldPost, load_gold
 from rebuttal.spar.lexicon import load_lexicon
 from rebuttal.spar.tagger import labels as L
 from rebuttal.spar.tagger.card import write_card
-from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate, open_context
+from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate
 from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
 
 SPLIT_SEED = 20261130
@@ -93,7 +94,7 @@ def build_tagger(s: TrainSettings, train: list[GoldPost], groups: list[str]) -> 
     featurizer = CharFeaturizer.build([p.text for p in train], terms, bigrams=s.bigrams, words=s.words)
     if s.context:
         featurizer.context_model, featurizer.context_layers = s.context, s.context_layers
-        featurizer.context = open_context(s.context, s.context_cache, s.context_layers)
+        featurizer.context = open_states(s.context, s.context_cache, s.context_layers)
     config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=len(groups), encoder=s.encoder,
                                bigram_size=len(featurizer.bigrams) + 2 if featurizer.bigrams else 0,
                                word_dim=16 if s.words else 0,

@@ -1,12 +1,11 @@
-"""Contextual character vectors from the embedded chat model: the hidden state of the Qwen GGUF
-(llama.cpp in embedding mode, no pooling) for each character of a post. llama.cpp gives a
-model's last layer; for layer N the GGUF is first cut to its first N blocks
-(`pretrained.first_layers`, `rebuttal spar train --context-layers N`).
+"""Hidden states of the embedded chat model (llama.cpp in embedding mode, no pooling), as features
+for small trained models: the SPAR tagger's contextual character vectors and the Chinese hate
+gate. No text is generated. llama.cpp gives a model's last layer; for layer N the GGUF is first
+cut to its first N blocks (`first_layers`, written once into the cache folder).
 
 A character gets the state of the token that completes it (the model reads left to right, so
-that state has seen the whole character and everything before it); the tagger's BiLSTM adds
-the right-hand context. No text is generated. One forward pass per post (~0.4 s for a
-40-character post with the 1.5B on 2 threads), so training computes the states once and keeps
+that state has seen the whole character and everything before it). One forward pass per text
+(~0.1-0.4 s on 2 threads, by length and layers), so training computes the states once and keeps
 them in a cache folder (float16 shards, ~3 KB per character).
 """
 
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rebuttal import config
 from rebuttal.optional import require
 
 
@@ -31,6 +31,7 @@ class ContextualStates:
                  cache: str | Path | None = None):
         self.path, self.threads, self.max_tokens = Path(gguf_path), threads, max_tokens
         self._llm = None
+        self._lock = threading.Lock()  # one llama.cpp context: one forward pass at a time
         self.cache = StateCache(cache, source=self.path.name) if cache else None
         self.dim = (self.cache.dim if self.cache is not None else 0) or self.llm.n_embd()  # a full cache spares the model
 
@@ -52,14 +53,22 @@ class ContextualStates:
             self.cache.put(text, out)
         return out
 
-    def _compute(self, text: str) -> np.ndarray:
-        out = np.zeros((len(text), self.dim), dtype=np.float32)
-        tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[:self.max_tokens]
-        if not tokens:
-            return out
-        states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
+    def token_states(self, text: str) -> tuple[list[int], np.ndarray]:
+        """The first `max_tokens` tokens of `text` and their states, (n_tokens, dim) float32."""
+        with self._lock:
+            tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[:self.max_tokens]
+            if not tokens:
+                return tokens, np.zeros((0, self.dim), dtype=np.float32)
+            states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
         if len(states) != len(tokens):
             raise ValueError(f"llama.cpp returned {len(states)} states for {len(tokens)} tokens")
+        return tokens, states
+
+    def _compute(self, text: str) -> np.ndarray:
+        out = np.zeros((len(text), self.dim), dtype=np.float32)
+        tokens, states = self.token_states(text)
+        if not tokens:
+            return out
         ends = np.cumsum([len(self.llm.detokenize([t])) for t in tokens])  # byte offset after each token
         byte_end = np.cumsum([len(ch.encode("utf-8")) for ch in text])  # byte offset after each character
         index = np.searchsorted(ends, byte_end)  # the token holding each character's last byte
@@ -118,3 +127,51 @@ class StateCache:
                 index += 1
         temporary.unlink()
         self._new.clear()
+
+
+def first_layers(gguf_path: str | Path, layers: int) -> Path:
+    """A copy of a GGUF that keeps only its first `layers` transformer blocks, written once into
+    the cache folder: llama.cpp's embedding mode then returns layer N's states (the model's
+    final norm applied), where it otherwise gives only the last layer's."""
+    gguf = require("gguf", "llama")
+    source = Path(gguf_path).resolve()
+    tag = hashlib.sha1(str(source).encode()).hexdigest()[:8]
+    target = config.cache_dir() / "model-layers" / f"{source.stem}-{tag}.first{layers}.gguf"
+    if target.exists():
+        return target
+    reader = gguf.GGUFReader(str(source))
+    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
+    blocks = f"{arch}.block_count"
+    total = reader.fields[blocks].contents()
+    if not 0 < layers < total:
+        raise ValueError(f"{source.name} has {total} layers; keep 1 to {total - 1} of them, not {layers}")
+    kept = [t for t in reader.tensors if not t.name.startswith("blk.") or int(t.name.split(".")[1]) < layers]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + f".{os.getpid()}.partial")
+    writer = gguf.GGUFWriter(str(partial), arch=arch, endianess=reader.endianess)
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue  # the writer adds these itself
+        kind = field.types[0]
+        writer.add_key_value(field.name, layers if field.name == blocks else field.contents(), kind,
+                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
+    for tensor in kept:
+        writer.add_tensor_info(tensor.name, tensor.data.shape, tensor.data.dtype, tensor.data.nbytes, tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for tensor in kept:
+        writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
+    writer.close()
+    partial.replace(target)  # whole or not at all
+    return target
+
+
+def open_states(model: str, cache: str | Path | None = None, layers: int | None = None,
+                max_tokens: int = 512) -> ContextualStates:
+    """The states of an embedded model's name (or a GGUF path) after its first `layers` layers
+    (default: all of them)."""
+    from rebuttal.llm.registry import gguf_file
+
+    path = gguf_file(model)
+    return ContextualStates(first_layers(path, layers) if layers else path, cache=cache, max_tokens=max_tokens)
