@@ -93,5 +93,5 @@ class Assessor:
         score, gate, lang = self.gate.scores([post], vector, self.encoder)[0]
         fallback = self.gate.is_fallback(gate)
         reason = f"{lang} {gate.kind} gate" + (" (fallback: the language's own gate could not run)" if fallback else "")
-        return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=gate.threshold,
+        return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=round(gate.threshold, 4),
                            sure=gate.sure, reason=reason, fallback=fallback)

@@ -220,7 +220,7 @@ def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) ->
     hateful = np.array(hateful)
     for cut in np.linspace(0.95, 0.05, 91):
         if (scores[hateful] >= cut).mean() >= recall_target:
-            return float(cut)
+            return round(float(cut), 2)
     return 0.05
 
 
