@@ -325,12 +325,16 @@ def test_gate_below_threshold_means_no_llm_call_and_no_reply(memory):
     assert "0.20, below its threshold 0.50" in result.message
 
 
-def test_a_fallback_gate_is_flagged_even_without_a_reply(memory):
+def test_a_fallback_gate_is_flagged_with_or_without_a_reply(memory):
     from fakes import FixedGate
 
     result = pipeline(ScriptedChatModel([]), memory, gate=FixedGate(0.2, fallback=True)).respond("I love my neighbours")
     assert result.status == "not_hateful" and result.trace.flags == ["gate_fallback"]
     assert result.analysis.gate.fallback and "fallback" in result.analysis.gate.reason
+    reply = {"claim": "the claim", "reply": "People who move here work, pay taxes and raise families like anyone else."}
+    model = ScriptedChatModel([analysis("nonfactual", query=None), reply])
+    result = pipeline(model, memory, gate=FixedGate(0.9, sure=0.85, fallback=True)).respond("I hate migrants of all types.")
+    assert result.reply is not None and result.status == "flagged" and result.trace.flags == ["gate_fallback"]
 
 
 def test_gate_and_llm_must_both_call_it_hateful(memory):

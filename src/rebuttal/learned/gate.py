@@ -11,6 +11,7 @@ per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -74,8 +75,18 @@ def pooled_states(reader, texts: list[str]) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=2)
+_opening = threading.Lock()
+
+
 def shared_reader(model: str, layers: int | None, max_tokens: int):
+    """One reader per process and spec: concurrent first requests wait for the one that opens
+    it (and cuts the GGUF) instead of loading the model twice."""
+    with _opening:
+        return _open_reader(model, layers, max_tokens)
+
+
+@lru_cache(maxsize=2)
+def _open_reader(model: str, layers: int | None, max_tokens: int):
     from rebuttal.llm.states import open_states
 
     return open_states(model, layers=layers, max_tokens=max_tokens)

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from rebuttal.learned.category import CategoryModel, train_category_model
-from rebuttal.learned.gate import HateGate, LanguageGate, train_language_gate, train_states_gate
+from rebuttal.learned.gate import (HateGate, LanguageGate, pooled_states, shared_reader, train_language_gate,
+                                   train_states_gate)
 from rebuttal.learned.text import sigmoid
 from rebuttal.types import HateType
 
@@ -190,8 +191,6 @@ def _head_gate(corpus, hatecheck, lang, c):
 
 
 def _states_gate(corpus, hatecheck, lang, c):
-    from rebuttal.learned.gate import pooled_states, shared_reader
-
     rows = corpus + hatecheck
     features = pooled_states(shared_reader(**STATES), [r.text for r in rows])
     labels = np.array([r.hateful for r in rows])
