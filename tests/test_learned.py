@@ -110,6 +110,19 @@ def test_states_gate_reads_pooled_states_and_falls_back_when_its_model_is_missin
     loaded.gates["zh"].reader = None  # its model "no-such-model" is not installed: the fallback scores
     (score, used, _), = loaded.scores(["他们都是垃圾"])
     assert loaded.is_fallback(used) and used.kind == "linear" and score >= used.threshold
+    loaded.warm_up()  # a missing model is not an error at start-up: its posts fall back (flagged)
+
+
+def test_warm_up_opens_each_states_gate_reader_once(monkeypatch):
+    import rebuttal.learned.gate as gate_module
+
+    opened = []
+    monkeypatch.setattr(gate_module, "shared_reader", lambda **spec: opened.append(spec))
+    spec = {"model": "m", "layers": 3, "max_tokens": 8}
+    states = gate_module.LanguageGate(np.zeros(16), 0.0, 0.5, False, states=spec)
+    linear = train_language_gate(["they are vile", "they are kind"] * 3, [True, False] * 3, "en", None)
+    HateGate({"en": linear, "zh": states}).warm_up()
+    assert opened == [spec]
 
 
 @pytest.fixture(scope="module")

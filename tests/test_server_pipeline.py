@@ -98,3 +98,16 @@ def test_calls_are_serialised_unless_the_backend_handles_concurrency():
     http = scripted()
     http.concurrent_calls = True  # what OpenAICompatModel declares
     assert isinstance(PipelineServices(model=http)._serial(), contextlib.nullcontext)
+
+
+def test_preload_builds_fire_and_warms_its_gate():
+    import threading
+    from types import SimpleNamespace
+
+    from rebuttal.server.services import preload_in_background
+
+    warmed = threading.Event()
+    gate = SimpleNamespace(warm_up=warmed.set)
+    services = SimpleNamespace(fire=lambda: SimpleNamespace(assessor=SimpleNamespace(gate=gate)))
+    preload_in_background(services)
+    assert warmed.wait(5)

@@ -121,6 +121,17 @@ class HateGate:
                 out[i] = (float(p), gate, lang)
         return out
 
+    def warm_up(self) -> None:
+        """Open the model readers the states gates need now (the first use cuts the GGUF, ~1 min
+        once per cache folder, and loads half the chat model), not on a language's first post.
+        A missing model is left to `scores`, which falls back and flags it."""
+        for gate in self.gates.values():
+            if gate.states is not None and gate.reader is None:
+                try:
+                    shared_reader(**gate.states)
+                except (MissingBackend, ModelRegistryError, FileNotFoundError):
+                    pass
+
     def is_fallback(self, gate: LanguageGate) -> bool:
         return any(gate is g for g in self.fallbacks.values())
 

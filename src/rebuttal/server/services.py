@@ -124,14 +124,17 @@ class PipelineServices:
 
 
 def preload_in_background(services: Any) -> None:
-    """Load the model and FIRE on a thread, so the first requests do not wait for them;
-    failures show in the log (and in results). Objects without `fire()` (test fakes) are skipped."""
+    """Load the model, FIRE and its gate's model reader on a thread, so the first requests do not
+    wait for them; failures show in the log (and in results). Objects without `fire()` (test
+    fakes) are skipped."""
     if not hasattr(services, "fire"):
         return
 
     def load() -> None:
         try:
-            services.fire()
+            gate = getattr(getattr(services.fire(), "assessor", None), "gate", None)
+            if gate is not None:
+                gate.warm_up()  # the Chinese gate's reader: otherwise the first Chinese post waits ~1 min
             logging.getLogger("rebuttal.server").info("model and FIRE pipeline loaded")
         except Exception as exc:  # noqa: BLE001
             logging.getLogger("rebuttal.server").error("could not load the FIRE pipeline: %s", exc)
