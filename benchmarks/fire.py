@@ -222,8 +222,9 @@ def report(args) -> None:
               "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "
               "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
               "Not an independent human judgement. When only one system's replies changed since the last "
-              "grade (session 4: FIRE's), the sheet holds only that system's, so the grader knew which system "
-              "it was grading. A grade is bound to the reply's text "
+              "grade (FIRE's, after each change to it), the sheet holds only that system's, so the grader knew "
+              "which system it was grading (two FIRE variants compared on dev share one shuffled sheet, so "
+              "the variant stays hidden). A grade is bound to the reply's text "
               "(benchmarks/grades/fire-dev.jsonl), so a rerun that writes the same text keeps its grade and "
               "a changed text is graded afresh.", "", *grade_table(same_items), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",

@@ -90,6 +90,8 @@ def analysis(category, hateful=True, query="immigrant crime statistics", overrid
 
 
 def pipeline(model, memory, searcher=None, encoder=SameVector(), gate=None, **overrides):
+    """Scripts here hold one draft per generation; the best-of-two tests turn `compare_drafts` on."""
+    overrides.setdefault("compare_drafts", False)
     return FirePipeline(model, memory, searcher if searcher is not None else ListSearcher(), settings_for(**overrides),
                         encoder=encoder, gate=gate)
 
@@ -299,7 +301,8 @@ def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
     replies = [analysis("dehumanization", query=None), {"claim": "the claim", "reply": "Every person deserves dignity and safety."}]
 
     def fake_build(system, **kwargs):
-        return FirePipeline(ScriptedChatModel(handler=lambda m, s: replies[0] if s["title"] == "AnalystOutput" else replies[1]),
+        # No schema: the best-of-two question, answered "A" (the first draft) in both orders.
+        return FirePipeline(ScriptedChatModel(handler=lambda m, s: "A" if s is None else replies[0] if s["title"] == "AnalystOutput" else replies[1]),
                             memory, ListSearcher(), encoder=SameVector())
 
     monkeypatch.setattr("rebuttal.fire.batch.build_system", fake_build)
@@ -450,7 +453,7 @@ class FixedCategoryModel:
 def test_an_unsure_category_gets_the_neutral_move(memory, confidence, move):
     reply = {"claim": "the claim", "reply": "People in any group differ from one another in every way."}
     model = ScriptedChatModel([analysis("stereotype", query=None), reply])
-    fire = FirePipeline(model, memory, ListSearcher(), settings_for(), encoder=SameVector(),
+    fire = FirePipeline(model, memory, ListSearcher(), settings_for(compare_drafts=False), encoder=SameVector(),
                         category_model=FixedCategoryModel(confidence))
     result = fire.respond("Immigrants are always bad")
     assert result.analysis.category == HateType.stereotype and result.status == "ok"
@@ -468,3 +471,27 @@ def test_a_reply_cut_off_inside_its_json_keeps_its_complete_sentences(memory):
     result = pipeline(model, memory).respond("Migrants are criminals")
     assert result.reply.text == 'Most migrants obey the law. They work and pay "taxes".'
     assert any("kept" in note for step in result.trace.steps for note in step.notes)
+
+
+@pytest.mark.parametrize(("answers", "kept"), [(["B", "A"], "rival"), (["A", "B"], "first"), (["B", "B"], "first")])
+def test_best_of_two_keeps_the_rival_only_when_preferred_in_both_orders(memory, answers, kept):
+    """A small model's position bias ("B" whatever the order) must not swap the drafts."""
+    first = {"claim": "the claim", "reply": "Immigrants work, pay taxes and raise families here."}
+    rival = {"claim": "the claim", "reply": "People who move here are neighbours and colleagues, not a threat."}
+    model = ScriptedChatModel([analysis("nonfactual", query=None), first, rival, *answers])
+    result = pipeline(model, memory, compare_drafts=True).respond("Immigrants are a plague on this country")
+    assert result.reply.text == (rival if kept == "rival" else first)["reply"] and result.status == "ok"
+    assert result.reply.drafts == 2
+    choice = next(s for s in result.trace.steps if s.stage == "choice")
+    assert choice.attempts == 2 and ("the sample is kept" in choice.notes[0]) is (kept == "rival")
+    assert "Reply A: " + first["reply"] in model.calls[3]["messages"][-1]["content"]  # first order
+    assert "Reply A: " + rival["reply"] in model.calls[4]["messages"][-1]["content"]  # swapped
+
+
+def test_best_of_two_skips_the_vote_when_the_rival_fails_a_check(memory):
+    first = {"claim": "the claim", "reply": "Immigrants work, pay taxes and raise families here."}
+    looping = {"claim": "the claim", "reply": "They work hard. They work hard. They work hard."}
+    model = ScriptedChatModel([analysis("nonfactual", query=None), first, looping])
+    result = pipeline(model, memory, compare_drafts=True).respond("Immigrants are a plague on this country")
+    assert result.reply.text == first["reply"] and result.status == "ok" and len(model.calls) == 3
+    assert not any(s.stage == "choice" for s in result.trace.steps)

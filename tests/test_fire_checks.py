@@ -130,3 +130,36 @@ def test_restatement_needs_the_claim_not_just_the_topic():
     work = "Women should not be allowed to work."
     assert granted_claim("While women should not be allowed to work everywhere, most jobs suit them.", work)
     assert granted_claim("While some may argue that women should not work, teams gain from them.", work) is None
+
+
+def test_othering_needs_the_group_set_apart_from_others():
+    from rebuttal.fire.coherence import othering_problem
+
+    assert othering_problem("Roma are a distinct ethnic group with customs unlike ours.").check == "othering"
+    assert othering_problem("They are different from us, and that is why they are dangerous.")
+    assert othering_problem("Migrants are no different from anyone else who wants a safe home.") is None
+    assert othering_problem("Muslims are not different from other people in what they want.") is None
+    assert othering_problem("Look how different Muslims are from one another.") is None  # the stereotype move
+    assert othering_problem("Their aims are different from the ones you ascribe to them.") is None
+
+
+def test_a_long_copy_is_a_restatement_even_when_negated_and_a_mirror_is_one_too():
+    from rebuttal.fire.checks import mirrored_claim
+
+    post = "They are lazy and they take advantage of our taxpayers' money and our hospitals."
+    assert restated_run("Disabled people are not lazy.", post) is None  # a short negated copy answers it
+    assert restated_run("They do not take advantage of our taxpayers' money and our hospitals.", post)
+    swapped = "It's absurd that the Government cares more about migrants than our veterans!"
+    assert mirrored_claim("The Government cares more about veterans than migrants.", swapped)
+    assert mirrored_claim("Does the Government care more about veterans than migrants?", swapped) is None
+    banned = "Gays shouldn't be allowed to love one another."
+    assert mirrored_claim("Gay people should be allowed to love one another, like anyone.", banned) is None
+
+
+def test_a_reason_that_only_repeats_its_claim_is_repetition():
+    from rebuttal.fire.coherence import circular_reason
+
+    assert circular_reason("They are not different from others because they are not different.")
+    assert circular_reason("They are not lazy because they work hard.") is None
+    assert circular_reason("Nobody should be hated because of it.") is None  # no content word given
+    assert circular_reason("So drugs are sold to blacks because they are black?") is None  # rhetorical question

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from rebuttal.fire.coherence import (
-    Problem, concession_problem, contradiction_problem, longest_run, meta_problem, overclaim_problem,
-    repetition_problem, script_problem, truncation_problem, words,
+    SENTENCE, Problem, concession_problem, contradiction_problem, longest_run, meta_problem, othering_problem,
+    overclaim_problem, repetition_problem, script_problem, truncation_problem, words,
 )
 from rebuttal.types import CheckResult, EvidenceItem
 
@@ -56,9 +56,13 @@ def number_problem(text: str, post: str, evidence: Sequence[EvidenceItem]) -> Pr
 
 
 # Words just before a copied run that show the reply reports the claim rather than asserts it.
-DISTANCING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
-              "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
-              "not", "no", "never", "isn", "aren", "don", "doesn", "t", "false", "wrong", "untrue"}
+REPORTING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
+             "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
+             "false", "wrong", "true", "untrue", "incorrect", "statement"}
+NEGATION = {"not", "no", "never", "isn", "aren", "don", "doesn", "t"}
+# A negation distances a short copy ("they are not lazy") but not a long one: "Women are not weak
+# and bring our society down to their emotionally soft level" recites the post (silver dev).
+NEGATED_COPY_MAX_WORDS = 7
 
 
 def restated_run(reply: str, post: str) -> str | None:
@@ -75,7 +79,8 @@ def restated_run(reply: str, post: str) -> str | None:
     if len(content_words(copied)) < 3:  # "the feminist movement is a": naming the topic, not the claim
         return None
     before = set(reply_words[max(0, match.b - 4) : match.b])  # "the notion that ...", "it is false that ..."
-    if before & DISTANCING or any(copied in " ".join(words(q)) for q in re.findall(r'["“«„](.+?)["”»“]', reply)):
+    distancing = REPORTING | (NEGATION if match.size <= NEGATED_COPY_MAX_WORDS else set())
+    if before & distancing or any(copied in " ".join(words(q)) for q in re.findall(r'["“«„](.+?)["”»“]', reply)):
         return None
     return copied
 
@@ -100,10 +105,34 @@ def granted_claim(text: str, post: str) -> str | None:
     return None
 
 
+MIRROR_MIN_WORDS = 4  # content words a post sentence needs before a reply sentence can mirror it
+MIRROR_SHARE = 0.8
+
+
+def mirrored_claim(text: str, post: str) -> str | None:
+    """A reply sentence made of the post sentence's own content words with the same polarity,
+    not framed as a report: the claim reshuffled, not answered (silver dev: "The US Government
+    cares more about veterans than migrants" against "... cares more about migrants than our
+    veterans")."""
+    claims = [(content_words(s), bool(set(words(s)) & NEGATION)) for s in SENTENCE.findall(post)]
+    for sentence in SENTENCE.findall(text):
+        said, negated = content_words(sentence), bool(set(words(sentence)) & NEGATION)
+        if set(words(sentence)) & REPORTING or sentence.rstrip().endswith("?"):  # a report or a question
+            continue
+        for claim, claim_negated in claims:
+            if (len(claim) >= MIRROR_MIN_WORDS and negated == claim_negated and len(said) <= len(claim) + 2
+                    and len(said & claim) >= MIRROR_SHARE * len(claim)):
+                return sentence.strip()
+    return None
+
+
 def restatement_problem(text: str, post: str) -> Problem | None:
     granted = granted_claim(text, post)
     if granted:
         return Problem("restatement", f'it grants the post\'s claim as true ("{granted[:80]}"); never affirm it')
+    mirrored = mirrored_claim(text, post)
+    if mirrored:
+        return Problem("restatement", f'it says what the post says in other words ("{mirrored[:80]}"); answer it instead')
     copied = restated_run(text, post)
     if not copied:
         return None
@@ -175,8 +204,8 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 
 # ------------------------------------------------------------------ all checks
 
-CHECKS = ("citations", "numbers", "restatement", "contradiction", "concession", "overclaim", "meta",
-          "repetition", "truncation", "script", "faithfulness", "relevance")
+CHECKS = ("citations", "numbers", "restatement", "contradiction", "concession", "overclaim", "othering",
+          "meta", "repetition", "truncation", "script", "faithfulness", "relevance")
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
@@ -191,6 +220,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "contradiction": contradiction_problem(text),
         "concession": concession_problem(text),
         "overclaim": overclaim_problem(text),
+        "othering": othering_problem(text),
         "meta": meta_problem(text, instructions),
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),

@@ -76,9 +76,12 @@ def concession_problem(text: str) -> Problem | None:
 
 
 # Plural "have": said of a group ("Muslims have always been ..."); "saying that has always been
-# the first step ..." in a human reply is a different, fair use.
+# the first step ..." in a human reply is a different, fair use. "Without any form of": seen on
+# silver dev ("Muslims have lived in Britain for centuries without experiencing any form of
+# racial hate").
 OVERCLAIM = re.compile(r"\bhave\s+(?:always|never)\s+(?:been|sought|done|committed|had|supported)\b"
-                       r"|\bnever\s+been\s+involved\b", re.IGNORECASE)
+                       r"|\bnever\s+been\s+involved\b"
+                       r"|\bwithout\s+(?:\w+\s+){0,2}any\s+(?:form|kind|type|sort)\s+of\b", re.IGNORECASE)
 
 
 def overclaim_problem(text: str) -> Problem | None:
@@ -86,6 +89,28 @@ def overclaim_problem(text: str) -> Problem | None:
     terrorism") is false and easy to knock down; a moderator cannot post it."""
     return _found(OVERCLAIM, text, "overclaim",
                   'make no sweeping claims with "always" or "never": say what is typical or known')
+
+
+# The reply calls the people it defends different from others: the post's premise granted (seen
+# on silver dev: "Gypsies are a distinct group ... different from those of the majority", "Jews
+# are ... different from humans in general"). "No different from" and "different from one
+# another" (the stereotype move itself) are fine.
+OTHERING = re.compile(
+    r"(?<!\bno\s)(?<!\bnot\s)(?<!n't\s)(?<!\bso\s)(?<!much\s)\b(?:different|distinct|set\s+apart)\s+from\s+"
+    r"(?:us\b|humans?\b|(?:the\s+)?(?:rest|majority)\b|others\b|other\s+(?:people|humans|groups)\b"
+    r"|non-?\w+|everyone|ordinary|normal)"
+    r"|\ba\s+distinct\s+(?:\w+\s+)?(?:group|people|race|species|community|population)\b"
+    r"|\b(?:are|is)\s+(?:not|nothing)\s+like\s+(?:us|the\s+rest|other\s+people|anyone\s+else)\b"
+    r"|\bmakes?\s+them\s+(?:different|distinct)\b",
+    re.IGNORECASE,
+)
+
+
+def othering_problem(text: str) -> Problem | None:
+    """Calls the targeted people different or distinct from others: the premise of a post like
+    "they are not like us", granted in the reply's own voice."""
+    return _found(OTHERING, text, "othering",
+                  "do not call them different from others: say what they share with everyone")
 
 
 META = re.compile(
@@ -121,12 +146,33 @@ ECHO_MIN_WORDS = 6  # a reply that repeats six words of its prompt in a row is r
 SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
 
 
+CIRCULAR = re.compile(r"([^.!?]*?)\bbecause\s+([^.!?]+)", re.IGNORECASE)
+FILLER = {"they", "them", "their", "it", "its", "this", "that", "is", "are", "was", "were", "a", "an", "the", "of",
+          "to", "in", "for", "not", "no", "just", "simply", "so", "also", "be", "been"}
+
+
+def circular_reason(text: str) -> str | None:
+    """"They are not different because they are not different": a reason made only of the words
+    of what it explains (silver dev)."""
+    for found in CIRCULAR.finditer(text):
+        claim, reason = found.groups()
+        if text[found.end() : found.end() + 1] == "?":  # a rhetorical question ("... because they are black?")
+            continue
+        given = {w for w in words(reason) if len(w) > 2} - FILLER
+        if given and given <= set(words(claim)):
+            return f"{claim.strip()} because {reason.strip()}"
+    return None
+
+
 def repetition_problem(text: str) -> Problem | None:
-    """A sentence said twice, or one 6-word phrase three times: a decoding loop (human replies
-    repeat short phrases on purpose, "you have the right to ...")."""
+    """A sentence said twice, one 6-word phrase three times (a decoding loop; human replies repeat
+    short phrases on purpose, "you have the right to ..."), or a reason that repeats its claim."""
     sentences = [" ".join(words(s)) for s in SENTENCE.findall(text)]
     sentences = [s for s in sentences if len(s.split()) >= 3]
     repeated = [s for s, n in Counter(sentences).items() if n > 1]
+    circular = circular_reason(text)
+    if circular:
+        repeated.append(circular)
     tokens = words(text)
     grams = Counter(tuple(tokens[i : i + 6]) for i in range(len(tokens) - 5))
     looping = [g for g, n in grams.items() if n >= 3]

@@ -19,6 +19,7 @@ import numpy as np
 from rebuttal.fire.checks import (
     Problem, attributed_evidence, check_draft, cited_numbers, failures, relevance_problem,
 )
+from rebuttal.fire.choice import prefer_second
 from rebuttal.fire.prompting import (
     Exemplar, ReplyDraft, citation_rule, clip, prompt, quote_post, render_evidence,
 )
@@ -87,7 +88,7 @@ class DraftJudge:
 
 
 def moves() -> dict[str, str]:
-    """What the reply does for each category (prompts/moves.v1.txt), plus `uncertain`."""
+    """What the reply does for each category (prompts/moves.v2.txt), plus `uncertain`."""
     lines = prompt("moves").template.splitlines()
     return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
 
@@ -137,11 +138,16 @@ def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], pos
 
 
 class Generator:
-    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 2):
+    """`compare`: when the first draft passes every check, sample one more and keep it only if it
+    passes too and the model prefers it in both orders (choice.py)."""
+
+    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 2,
+                 compare: bool = False):
         self.model = model
         self.max_tokens = max_tokens
         self.judge = DraftJudge(encoder)
         self.max_regenerations = max_regenerations
+        self.compare = compare
 
     def _draft(self, messages: list[Message], step: TraceStep, attempt: int) -> tuple[ReplyDraft | None, bool]:
         """(the draft or None, whether decoding stopped at the token limit). The first draft is
@@ -162,31 +168,42 @@ class Generator:
         at_limit = last is not None and last.usage.completion_tokens >= self.max_tokens
         return result.value, at_limit
 
+    def _attempt(self, messages: list[Message], step: TraceStep, attempt: int, post: str,
+                 evidence: Sequence[EvidenceItem], others: list[str],
+                 post_vector: np.ndarray | None) -> Draft | None:
+        """One draft, cut to its complete sentences and checked; the trace notes how it went."""
+        draft, at_limit = self._draft(messages, step, attempt)
+        if draft is None:
+            return None
+        text, unfinished, dropped = first_sentences(draft.reply, at_limit)
+        step.notes.append(f"draft {attempt + 1} answers the claim: {draft.claim.strip()[:160]}")
+        if dropped:
+            step.notes.append(f"draft {attempt + 1}: kept the first {len(sentences(text))} sentences, "
+                              f"left out {dropped}")
+        checks = self.judge.judge(text, post, evidence, others, post_vector, unfinished)
+        problems = failures(checks)
+        step.notes.append(f"draft {attempt + 1}: " + ("all checks passed" if not problems else
+                                                      "failed " + ", ".join(r.name for r in problems)))
+        return Draft(text, checks)
+
     def run(self, post: str, analysis: Analysis, evidence: Sequence[EvidenceItem], trace: Trace, *,
             adapt: Exemplar | None = None, post_vector: np.ndarray | None = None,
             uncertain: bool = False) -> Reply | None:
         """`uncertain`: the category is below the category model's ambiguity cut, so the reply
         gets a move that does not depend on it."""
-        messages, version = generator_messages(analysis, evidence, post, adapt, uncertain)
+        task, version = generator_messages(analysis, evidence, post, adapt, uncertain)
+        messages = task  # later attempts add advice to the task
         step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=version, attempts=0))
         # What a draft may answer instead of the post: the exemplar post it was shown. (Evidence
         # is not among them: it passed the fit test, and a reply may lean on it heavily.)
         others = [adapt.post] if adapt is not None else []
         drafts: list[Draft] = []
         for attempt in range(1 + self.max_regenerations):
-            draft, at_limit = self._draft(messages, step, attempt)
+            draft = self._attempt(messages, step, attempt, post, evidence, others, post_vector)
             if draft is None:
                 break
-            text, unfinished, dropped = first_sentences(draft.reply, at_limit)
-            step.notes.append(f"draft {attempt + 1} answers the claim: {draft.claim.strip()[:160]}")
-            if dropped:
-                step.notes.append(f"draft {attempt + 1}: kept the first {len(sentences(text))} sentences, "
-                                  f"left out {dropped}")
-            checks = self.judge.judge(text, post, evidence, others, post_vector, unfinished)
-            drafts.append(Draft(text, checks))
-            problems = failures(checks)
-            step.notes.append(f"draft {attempt + 1}: " + ("all checks passed" if not problems else
-                                                          "failed " + ", ".join(r.name for r in problems)))
+            drafts.append(draft)
+            problems = failures(draft.checks)
             if not problems:
                 break
             # The same task with advice added, not a conversation about the bad draft: shown its
@@ -197,6 +214,13 @@ class Generator:
             trace.flag("generator_failed")
             return None
         best = min(drafts, key=lambda d: severity(d.checks))  # the first of equals: min is stable
+        if self.compare and len(drafts) == 1 and not failures(best.checks):
+            rival = self._attempt(task, step, 1, post, evidence, others, post_vector)  # sampled
+            if rival is not None:
+                drafts.append(rival)
+                if not failures(rival.checks) and prefer_second(
+                        self.model, post, named_target(analysis.target_group), best.text, rival.text, trace):
+                    best = rival
         for failed in failures(best.checks):
             trace.flag(f"draft_{failed.name}")
         if self.judge.encoder is None:

@@ -35,6 +35,10 @@ class FireSettings:
     # Bounded: each costs one more generation (~8 s on the 1.5B), and only a failed draft pays it;
     # the best of the (up to three) drafts is kept (benchmarks/results/fire.md).
     max_regenerations: int = 2
+    # Best of two: a draft that passed every check meets one sampled rival; the model must prefer
+    # the rival in both orders (fire/choice.py). On the 40 graded silver dev posts: usable 25 -> 26
+    # of 35, median latency +9.6 s, 1.37x the retrieval baseline (benchmarks/results/fire.md).
+    compare_drafts: bool = True
     use_memory: bool = True
     use_evidence: bool = True
     use_analyst: bool = True
@@ -87,7 +91,8 @@ class FirePipeline:
         if not self.settings.use_analyst and category_model is None and self.memory is None:
             raise ValueError("the no-analyst ablation needs the category model or the memory")
         self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens, self.settings.gate_vote)
-        self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations)
+        self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations,
+                                   self.settings.compare_drafts)
 
     # ------------------------------------------------------------------ public API
 
