@@ -40,7 +40,8 @@ class FakeServices:
             raise RuntimeError("backend went away")
         if "hold" in text:
             self.release.wait(10)
-        trace = Trace(steps=[TraceStep(stage="analyst", model="fake", prompt_version="analyst.v1", latency_s=0.01)])
+        trace = Trace(steps=[TraceStep(stage="analyst", model="fake", prompt_version="analyst.v1", latency_s=0.01,
+                                       notes=["gate 0.91: <b>hateful</b>"])])
         if "kind" in text:
             return FireResult(id=id, text=text, status="not_hateful", trace=trace,
                               analysis=Analysis(is_hateful=False, target_group="Others",

@@ -64,8 +64,9 @@ def test_item_page_escapes_post_and_sets_security_headers(page):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
     assert "default-src 'none'" in response.headers["content-security-policy"]
     for shown in ("misinformation", "Immigrants", "0.80", "WHO", "institutional", "https://who.int/x",
-                  "A calm answer about misinformation."):
+                  "A calm answer about misinformation.", "<strong>analyst</strong> · fake · prompt analyst.v1"):
         assert shown in response.text
+    assert "gate 0.91: &lt;b&gt;hateful&lt;/b&gt;" in response.text  # trace notes are shown, escaped
     assert client.get("/review/items/999").status_code == 404
 
 

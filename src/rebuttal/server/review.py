@@ -177,6 +177,7 @@ def item_view(item: ReviewItem, result: ResultRow, audit: list[AuditEntry] | Non
         "cited_evidence_ids": (stored.get("reply") or {}).get("cited_evidence_ids") or [],
         "flags": (result.trace or {}).get("flags") or [],
         "checks": (stored.get("reply") or {}).get("checks") or [],
+        "steps": (result.trace or {}).get("steps") or [],  # what each stage did, its notes included
     }
     if audit is not None:
         view["audit"] = [audit_view(entry) for entry in audit]
