@@ -5,6 +5,9 @@ a blind grade with the reply rubric. Results: benchmarks/results/fire.md (writte
     python benchmarks/fire.py sheet --graded 40             # blind sheet: shuffled, systems hidden
     python benchmarks/fire.py report --n 106 --graded 40    # fire.md from the runs (+ grades, if present)
 
+`--compare-drafts` runs and reports FIRE with best of two on (not the default) into
+runs/bench/fire-dev/fire-compare.jsonl and benchmarks/results/fire_best_of_two.md.
+
 Runs go through `rebuttal run`'s batch code into runs/bench/, so an interrupted run resumes.
 Grades are read from benchmarks/grades/fire-dev.jsonl ({"key", "verdict", "why"}), written by
 the grader from the sheet; the key maps back to the system only here.
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "fire.md"
+RESULTS = ROOT / "benchmarks" / "results"
 GRADES = ROOT / "benchmarks" / "grades" / "fire-dev.jsonl"
 DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
@@ -57,6 +60,11 @@ def results(system: str, ids: list[str]) -> dict[str, dict]:
     return rows
 
 
+def fire_rows(args) -> str:
+    """The file FIRE's rows go to: best of two (not the default) keeps its own."""
+    return "fire-compare" if args.compare_drafts else "fire"
+
+
 def run(args) -> None:
     from rebuttal.fire.batch import run_fire_batch
     from rebuttal.llm import ModelSettings, load_model
@@ -65,10 +73,11 @@ def run(args) -> None:
     rows = dev_rows(args.n)
     graded = source_file(rows[: args.graded], f"dev_{args.graded}")
     # FIRE first on the graded items, then the baselines on the same items, then FIRE on the rest.
-    run_fire_batch(graded, OUT / "fire.jsonl", system="fire", model=model)
+    fire_out, settings = OUT / f"{fire_rows(args)}.jsonl", {"compare_drafts": args.compare_drafts}
+    run_fire_batch(graded, fire_out, system="fire", model=model, **settings)
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
-    run_fire_batch(source_file(rows, f"dev_{args.n}"), OUT / "fire.jsonl", system="fire", model=model)
+    run_fire_batch(source_file(rows, f"dev_{args.n}"), fire_out, system="fire", model=model, **settings)
 
 
 def blind_key(system: str, item_id: str, reply: str) -> str:
@@ -91,7 +100,7 @@ def sheet(args) -> None:
     graded = load_grades()
     entries = []
     for system in ("fire", *BASELINES):
-        for item_id, row in results(system, ids).items():
+        for item_id, row in results(fire_rows(args) if system == "fire" else system, ids).items():
             if row.get("reply"):
                 key = blind_key(system, item_id, row["reply"]["text"])
                 if key not in graded:
@@ -201,7 +210,8 @@ def report(args) -> None:
     rows = dev_rows(args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
     graded_ids = [r["id"] for r in rows[: args.graded]]
-    fire_all = results("fire", list(gold))
+    fire_all = results(fire_rows(args), list(gold))
+    defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
     same_items = {"fire": {i: r for i, r in fire_all.items() if i in graded_ids},
                   **{s: results(s, graded_ids) for s in BASELINES}}
     f50 = percentile([latency(r) for r in same_items["fire"].values()], 0.5)
@@ -210,8 +220,8 @@ def report(args) -> None:
                    f"{args.graded} for the baselines and the blind grade); settings were chosen on dev and on train "
                    "cross-validation, so these are dev numbers, not test numbers",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
-                   memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model and hate gate")
-    lines += ["## All FIRE items (shipped defaults)", "", *system_table({"fire": fire_all}, gold), "",
+                   memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model and hate gate")
+    lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
               f"## Same {args.graded} items: FIRE vs single-call baselines (same machine)", "",
               *system_table(same_items, gold), "",
@@ -223,15 +233,16 @@ def report(args) -> None:
               "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
               "Not an independent human judgement. When only one system's replies changed since the last "
               "grade (FIRE's, after each change to it), the sheet holds only that system's, so the grader knew "
-              "which system it was grading (two FIRE variants compared on dev share one shuffled sheet, so "
-              "the variant stays hidden). A grade is bound to the reply's text "
+              "which system it was grading; FIRE variants tried on dev were graded batch by batch as their runs "
+              "finished, so the grader also knew the variant. A grade is bound to the reply's text "
               "(benchmarks/grades/fire-dev.jsonl), so a rerun that writes the same text keeps its grade and "
               "a changed text is graded afresh.", "", *grade_table(same_items), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",
               "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
               "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",
               *adapt_coverage(rows), ""]
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (RESULTS / ("fire_best_of_two.md" if args.compare_drafts else "fire.md")).write_text("\n".join(lines) + "\n",
+                                                                                       encoding="utf-8")
     print("\n".join(lines))
 
 
@@ -242,6 +253,7 @@ def main() -> None:
     parser.add_argument("--graded", type=int, default=40)
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--compare-drafts", action="store_true", help="FIRE with best of two (not the default)")
     args = parser.parse_args()
     if not DEV.exists():
         sys.exit(f"needs the silver dev split at {DEV}")

@@ -90,8 +90,6 @@ def analysis(category, hateful=True, query="immigrant crime statistics", overrid
 
 
 def pipeline(model, memory, searcher=None, encoder=SameVector(), gate=None, **overrides):
-    """Scripts here hold one draft per generation; the best-of-two tests turn `compare_drafts` on."""
-    overrides.setdefault("compare_drafts", False)
     return FirePipeline(model, memory, searcher if searcher is not None else ListSearcher(), settings_for(**overrides),
                         encoder=encoder, gate=gate)
 
@@ -301,8 +299,7 @@ def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
     replies = [analysis("dehumanization", query=None), {"claim": "the claim", "reply": "Every person deserves dignity and safety."}]
 
     def fake_build(system, **kwargs):
-        # No schema: the best-of-two question, answered "A" (the first draft) in both orders.
-        return FirePipeline(ScriptedChatModel(handler=lambda m, s: "A" if s is None else replies[0] if s["title"] == "AnalystOutput" else replies[1]),
+        return FirePipeline(ScriptedChatModel(handler=lambda m, s: replies[0] if s["title"] == "AnalystOutput" else replies[1]),
                             memory, ListSearcher(), encoder=SameVector())
 
     monkeypatch.setattr("rebuttal.fire.batch.build_system", fake_build)
@@ -453,7 +450,7 @@ class FixedCategoryModel:
 def test_an_unsure_category_gets_the_neutral_move(memory, confidence, move):
     reply = {"claim": "the claim", "reply": "People in any group differ from one another in every way."}
     model = ScriptedChatModel([analysis("stereotype", query=None), reply])
-    fire = FirePipeline(model, memory, ListSearcher(), settings_for(compare_drafts=False), encoder=SameVector(),
+    fire = FirePipeline(model, memory, ListSearcher(), settings_for(), encoder=SameVector(),
                         category_model=FixedCategoryModel(confidence))
     result = fire.respond("Immigrants are always bad")
     assert result.analysis.category == HateType.stereotype and result.status == "ok"

@@ -29,9 +29,7 @@ def scripted(hateful: bool = True) -> ScriptedChatModel:
     analysis = {"target_group": "Immigrants", "category": "misinformation" if hateful else "none",
                 "reasoning": "A false crime statistic.", "search_query": "immigrant crime rates"}
     draft = {"claim": "the claim", "reply": "Official statistics show immigrants are not more likely to offend [1]."}
-    # No schema: FIRE's best-of-two question ("A": the first draft stays).
-    return ScriptedChatModel(handler=lambda messages, schema: "A" if schema is None
-                             else analysis if schema["title"] == "AnalystOutput" else draft)
+    return ScriptedChatModel(handler=lambda messages, schema: analysis if schema["title"] == "AnalystOutput" else draft)
 
 
 def fire_services(model: ScriptedChatModel) -> PipelineServices:
@@ -53,10 +51,10 @@ def test_real_fire_result_flows_into_the_review_queue(tmp_path):
         assert item["reply"].startswith("Official statistics")
         assert [e["source"] for e in item["evidence"]] == ["Stats Office"]
         stages = [s["stage"] for s in client.get(f"/v1/results/{body['result_id']}").json()["result"]["trace"]["steps"]]
-        assert "evidence" in stages and "choice" in stages
+        assert "evidence" in stages and "generator" in stages and "choice" not in stages  # best of two is off
         health = client.get("/v1/health").json()
         assert health["model"] == "scripted" and health["model_loaded"] is True and health["memory_size"] is None
-    assert len(model.calls) == 5  # analyst, draft, the sampled rival, the choice asked in both orders
+    assert len(model.calls) == 2
 
 
 def test_not_hateful_fire_result_is_not_queued(tmp_path):
