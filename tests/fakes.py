@@ -135,6 +135,9 @@ class FixedGate:
     def is_fallback(self, gate) -> bool:
         return self.fallback
 
+    def warm_up(self) -> None:
+        self.warmed = True
+
 
 def run_in_threads(target: Callable[[], None], count: int) -> list[str]:
     """Start `count` threads on `target` at once and join them; the exceptions they raised."""

@@ -492,3 +492,11 @@ def test_best_of_two_skips_the_vote_when_the_rival_fails_a_check(memory):
     result = pipeline(model, memory, compare_drafts=True).respond("Immigrants are a plague on this country")
     assert result.reply.text == first["reply"] and result.status == "ok" and len(model.calls) == 3
     assert not any(s.stage == "choice" for s in result.trace.steps)
+
+
+def test_warm_up_opens_the_gate_before_the_first_post(memory):
+    from fakes import FixedGate
+
+    gate = FixedGate(0.9)
+    pipeline(ScriptedChatModel([]), memory, gate=gate).warm_up()
+    assert gate.warmed is True

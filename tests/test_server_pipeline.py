@@ -107,7 +107,6 @@ def test_preload_builds_fire_and_warms_its_gate():
     from rebuttal.server.services import preload_in_background
 
     warmed = threading.Event()
-    gate = SimpleNamespace(warm_up=warmed.set)
-    services = SimpleNamespace(fire=lambda: SimpleNamespace(assessor=SimpleNamespace(gate=gate)))
+    services = SimpleNamespace(fire=lambda: SimpleNamespace(warm_up=warmed.set))
     preload_in_background(services)
     assert warmed.wait(5)

@@ -116,9 +116,10 @@ def mirrored_claim(text: str, post: str) -> str | None:
     veterans")."""
     claims = [(content_words(s), bool(set(words(s)) & NEGATION)) for s in SENTENCE.findall(post)]
     for sentence in SENTENCE.findall(text):
-        said, negated = content_words(sentence), bool(set(words(sentence)) & NEGATION)
-        if set(words(sentence)) & REPORTING or sentence.rstrip().endswith("?"):  # a report or a question
+        said, plain = content_words(sentence), set(words(sentence))
+        if plain & REPORTING or sentence.rstrip().endswith("?"):  # a report or a question
             continue
+        negated = bool(plain & NEGATION)
         for claim, claim_negated in claims:
             if (len(claim) >= MIRROR_MIN_WORDS and negated == claim_negated and len(said) <= len(claim) + 2
                     and len(said & claim) >= MIRROR_SHARE * len(claim)):

@@ -103,6 +103,12 @@ class FirePipeline:
     def respond(self, text: object, id: str | None = None) -> FireResult:
         return self._run(text, id, reply=True)
 
+    def warm_up(self) -> None:
+        """Open what the first post of a language would otherwise wait for (the Chinese gate's
+        model reader)."""
+        if self.assessor.gate is not None:
+            self.assessor.gate.warm_up()
+
     def predict(self, texts: Sequence[object]) -> list[FireResult]:
         """One result per text, in order (the llama.cpp backend runs one at a time anyway)."""
         return [self.respond(text) for text in texts]

@@ -25,6 +25,8 @@ from rebuttal.llm.registry import ModelRegistryError
 from rebuttal.optional import MissingBackend
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "gate.npz"
+# What a states gate raises when its embedded model (or llama-cpp / gguf) is not installed.
+MODEL_MISSING = (MissingBackend, ModelRegistryError, FileNotFoundError)
 LANGUAGES = ("en", "zh")
 
 
@@ -112,7 +114,7 @@ class HateGate:
             gate = self.gates[lang]
             try:
                 scores = gate.score(chosen, _rows(vectors, rows, gate), lang, encoder)
-            except (MissingBackend, ModelRegistryError, FileNotFoundError):  # the model is not installed
+            except MODEL_MISSING:
                 if lang not in self.fallbacks:
                     raise
                 gate = self.fallbacks[lang]
@@ -129,7 +131,7 @@ class HateGate:
             if gate.states is not None and gate.reader is None:
                 try:
                     shared_reader(**gate.states)
-                except (MissingBackend, ModelRegistryError, FileNotFoundError):
+                except MODEL_MISSING:
                     pass
 
     def is_fallback(self, gate: LanguageGate) -> bool:

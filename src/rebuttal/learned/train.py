@@ -232,9 +232,8 @@ def gate_card(gate: HateGate) -> str:
     for lang, info in gate.meta["languages"].items():
         states = info.get("states")
         read = f" of {states['model']} after {states['layers']} layers, first {states['max_tokens']} tokens" if states else ""
-        fallback = " (fallback when that model is not installed: logistic regression on character n-grams, " \
-            "flagged `gate_fallback`)" \
-            if "fallback" in info else ""
+        fallback = (" (fallback when that model is not installed: logistic regression on character n-grams, "
+                    "flagged `gate_fallback`)") if "fallback" in info else ""
         lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}")
     lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
               "(Chinese).", "", "## Data", ""]

@@ -132,9 +132,9 @@ def preload_in_background(services: Any) -> None:
 
     def load() -> None:
         try:
-            gate = getattr(getattr(services.fire(), "assessor", None), "gate", None)
-            if gate is not None:
-                gate.warm_up()  # the Chinese gate's reader: otherwise the first Chinese post waits ~1 min
+            pipeline = services.fire()
+            if hasattr(pipeline, "warm_up"):
+                pipeline.warm_up()  # the Chinese gate's reader: otherwise the first Chinese post waits ~1 min
             logging.getLogger("rebuttal.server").info("model and FIRE pipeline loaded")
         except Exception as exc:  # noqa: BLE001
             logging.getLogger("rebuttal.server").error("could not load the FIRE pipeline: %s", exc)
