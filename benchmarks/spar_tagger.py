@@ -25,7 +25,7 @@ from rebuttal.eval.spar_scoring import Predictions, format_report, score
 from rebuttal.spar.gold import load_gold
 from rebuttal.spar.tagger import labels as L
 from rebuttal.spar.tagger.card import record_scores
-from rebuttal.spar.tagger.parser import TaggerParser
+from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser
 from rebuttal.spar.vocab import Track
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def markdown(rows: list[dict], data: Path) -> str:
               "| track | tagger | model | avg |", "|---|---|---|---|"]
     for r in rows:
         c = r["config"]
-        lines.append(f"| {r['track']} | `{r['folder'].name}` | {c['kind']}: {c.get('encoder')} | "
+        lines.append(f"| {r['track']} | `{label(r['folder'])}` | {c['kind']}: {c.get('encoder')} | "
                      f"{r['report']['average'] * 100:.2f} |")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines += ["", "## Speed (one post at a time, as `rebuttal run --system spar-tagger`)", "",
@@ -91,17 +91,22 @@ def markdown(rows: list[dict], data: Path) -> str:
               f"threads), niced, while other jobs used the 2 cores (load average {load} at the end).", "",
               "| track | tagger | posts | s/post | posts/s | tuples/post (gold) | flagged |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['track']} | {r['folder'].name} | {r['posts']} | {r['seconds'] / r['posts']:.4f} | "
+        lines.append(f"| {r['track']} | {label(r['folder'])} | {r['posts']} | {r['seconds'] / r['posts']:.4f} | "
                      f"{r['posts'] / r['seconds']:.1f} | {r['tuples_per_post']:.2f} ({r['gold_tuples_per_post']:.2f}) | "
                      f"{r['flagged']} |")
     lines += ["", "## Scores (F1 × 100; Chinese: hard / soft, the STATE notebook's matching; English: TBO fields)", ""]
     for r in rows:
-        lines += [f"### {r['track']} · `{r['folder'].name}`: {describe(r)}", "", format_report(r["report"])]
+        lines += [f"### {r['track']} · `{label(r['folder'])}`: {describe(r)}", "", format_report(r["report"])]
     lines += ["## Reference numbers (other splits, for orientation only)", "", *PAPERS, "",
               "spar-0shot, SPAR (LLM) and SPAR with the tagger as a fourth role on posts of these same dev "
               "splits: benchmarks/results/spar.md (`benchmarks/spar.py`, a 12-post sample per language: the "
               "1.5B model takes ~30 s a post).", ""]
     return "\n".join(lines)
+
+
+def label(folder: Path) -> str:
+    """A shipped tagger says so; others go by their folder's name."""
+    return f"shipped {folder.name}" if folder.resolve().parent == PACKAGED.resolve() else folder.name
 
 
 def main() -> None:

@@ -237,6 +237,38 @@ def torch_allclose(a, b) -> bool:
     return bool(torch.allclose(a, b))
 
 
+def test_lexicon_terms_are_saved_as_hashes_and_still_match(tmp_path):
+    """A saved tagger must not carry the licensed lexicon's text, yet mark the same characters."""
+    from rebuttal.spar.tagger import models
+    from rebuttal.spar.tagger.core import CharFeaturizer, SpanTagger, load_tagger
+
+    featurizer = CharFeaturizer.build(["河北人，你好", "广东人很好"], ["河北人", "河北", "你好"], words=False)
+    lex = featurizer.features("我是河北人你好")[0]["lex"]
+    assert lex == [0, 0, 1, 2, 2, 1, 2]  # the longer term wins where two overlap
+    config = models.CharConfig(vocab_size=len(featurizer.vocab) + 2, n_groups=0)
+    SpanTagger("char", "zh-main", [], models.CharTagger(config), featurizer).save(tmp_path / "t")
+    saved = (tmp_path / "t" / "config.json").read_text(encoding="utf-8")
+    assert "河北人" not in saved and "你好" not in saved.split('"vocab"')[0]
+    assert load_tagger(tmp_path / "t").featurizer.features("我是河北人你好")[0]["lex"] == lex
+
+
+def test_minilm_tagger_saves_only_what_training_changes(tmp_path):
+    """MiniLM's embedding tables stay the packaged encoder's: not trained, not saved, loaded back."""
+    torch = pytest.importorskip("torch")
+    from rebuttal.spar.tagger.core import load_tagger
+    from rebuttal.spar.tagger.train import TrainSettings, build_tagger
+
+    tagger = build_tagger(TrainSettings(track="en-main"), [], [])
+    assert not any(p.requires_grad for p in tagger.model.encoder.embeddings.parameters())
+    tagger.save(tmp_path / "t")
+    weights = torch.load(tmp_path / "t" / "weights.pt", weights_only=True)
+    assert weights and not any(k.startswith("encoder.embeddings.") for k in weights)
+    assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}
+    before = tagger.probabilities(["Keep them dumb, republicans"])[0][1]["argument"]
+    after = load_tagger(tmp_path / "t").probabilities(["Keep them dumb, republicans"])[0][1]["argument"]
+    assert max(abs(a - b) for ra, rb in zip(after, before) for a, b in zip(ra, rb)) < 1e-2
+
+
 def test_word_positions_feature_round_trips(tmp_path):
     """jieba word positions: one id per character (B/M/E/S), fed to the model and kept on save."""
     pytest.importorskip("jieba")
@@ -255,7 +287,7 @@ def test_word_positions_feature_round_trips(tmp_path):
     again = load_tagger(tmp_path / "t")
     assert again.featurizer.words and again.model.words is not None
     after = again.probabilities(["河北人很好"])[0][1]["target"]
-    assert [round(x, 5) for row in after for x in row] == [round(x, 5) for row in before for x in row]
+    assert max(abs(a - b) for ra, rb in zip(after, before) for a, b in zip(ra, rb)) < 1e-2  # half precision
 
 
 def test_contextual_states_align_to_characters_and_are_cached(tiny_gguf, tmp_path):
@@ -363,3 +395,49 @@ def test_context_layers_reads_an_earlier_layer_of_the_model(tiny_gguf, tmp_path,
     assert config["featurizer"]["context_layers"] == 3 and "after layer 3" in config["encoder"]
     assert "--context-layers 3" in (tmp_path / "t" / "MODEL_CARD.md").read_text()
     assert load_tagger(tmp_path / "t").featurizer.context.path == short
+
+
+def test_shipped_taggers_are_used_when_the_user_has_none(tmp_path, monkeypatch):
+    """The package's own taggers (with their model cards) answer `spar-tagger` out of the box;
+    a folder given explicitly is the only one looked at (test_missing_tagger_is_a_clear_error)."""
+    pytest.importorskip("torch")
+    from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser, tagger_folder
+
+    monkeypatch.setenv("REBUTTAL_HOME", str(tmp_path))
+    for track in ("en-main", "zh-main", "zh-quad"):
+        folder = tagger_folder(PACKAGED, track)
+        assert (folder / "config.json").exists() and (folder / "weights.pt").exists()
+        card = (folder / "MODEL_CARD.md").read_text(encoding="utf-8")
+        assert "Licence" in card and "dev avg" in card  # scores written by benchmarks/spar_tagger.py
+    text = "Keep them dumb, the republicans are all idiots"
+    result = TaggerParser().parse(text, lang="en", id="p")
+    assert result.status == "ok" and result.llm_calls == 0 and result.tuples
+    assert all(t.argument in text and (t.target == "NULL" or t.target in text) for t in result.tuples)
+    assert result.trace.steps[0].model == "spar-tagger-minilm-en-main"
+    from rebuttal.cli import app
+
+    shown = CliRunner().invoke(app, ["parse", text, "--system", "spar-tagger", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout[shown.stdout.index("{"):])["tuples"] == [t.model_dump() for t in result.tuples]
+
+
+@pytest.mark.integration
+def test_shipped_chinese_tagger_reads_the_embedded_models_layer_14():
+    """The shipped zh tagger's contextual feature is the embedded Qwen model cut after layer 14
+    (the same cut the Chinese hate gate reads); every span it returns is a slice of the post."""
+    pytest.importorskip("llama_cpp")
+    from rebuttal.llm.registry import ModelRegistryError, check
+    from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser
+
+    try:
+        if not check("qwen2.5-1.5b", verify=False).installed:
+            pytest.skip("the embedded qwen2.5-1.5b model is not installed")
+    except ModelRegistryError as exc:
+        pytest.skip(str(exc))
+    text = "河南人都是骗子，别跟他们做生意"
+    parser = TaggerParser(PACKAGED)
+    result = parser.parse(text, lang="zh", track="zh-quad", id="z")
+    tagger = parser.tagger("zh-quad")
+    assert (tagger.featurizer.context_model, tagger.featurizer.context_layers) == ("qwen2.5-1.5b", 14)
+    assert result.status == "ok" and result.tuples
+    assert all(t.argument in text and (t.target == "NULL" or t.target in text) for t in result.tuples)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -13,9 +14,12 @@ from rebuttal.llm import LLMError, MissingBackend
 from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
 from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, gguf_file
 from rebuttal.spar.lexicon import LexiconError
-from rebuttal.spar.pipeline import default_parser
+from rebuttal.spar.batch import SparWork
+from rebuttal.spar.settings import SYSTEMS
 from rebuttal.spar.vocab import Track
 from rebuttal.types import SparResult
+
+SparSystem = StrEnum("SparSystem", {name.replace("-", "_").replace("+", "_with_"): name for name in SYSTEMS})
 
 
 def render(result: SparResult) -> str:
@@ -44,13 +48,16 @@ def parse_command(
     base_url: BaseUrlOpt = None,
     threads: ThreadsOpt = None,
     lexicon: Annotated[Path | None, typer.Option("--lexicon", help="STATE-ToxiCN-format lexicon JSON (zh hints).")] = None,
+    system: Annotated[SparSystem, typer.Option("--system", help="spar: the role agents (default); spar-tagger: the "
+                                               "trained tagger alone, no LLM call (the shipped taggers, or --model "
+                                               "a tagger folder); spar+tagger; spar-0shot")] = SparSystem.spar,
 ) -> None:
     """Parse one post into (target, argument, hateful[, group]) tuples with SPAR-Hate."""
     try:
         settings = settings_from_options(backend, model, base_url, threads)
-        parser = default_parser(settings, lexicon_path=lexicon)
+        parser = SparWork(system=system.value, model_settings=settings, lexicon=lexicon).build_parser()
         result = parser.parse(text, lang=lang, track=track)
-    except (LexiconError, MissingBackend, ModelRegistryError, LLMError, ValueError) as exc:
+    except (LexiconError, MissingBackend, ModelRegistryError, LLMError, ValueError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(result.model_dump_json(indent=2) if json_output else render(result))

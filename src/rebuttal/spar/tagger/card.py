@@ -9,10 +9,13 @@ from rebuttal.spar.tagger.core import CONFIG
 
 LICENCES = {
     "zh": "STATE-ToxiCN (shenmeyemeifashengguo/STATE-ToxiCN) is licensed for research only, no "
-          "commercial use; weights trained on it (and the slang-lexicon terms stored in config.json) "
-          "inherit that restriction. Do not redistribute them or use them commercially.",
-    "en": "TBO (LanguageTechnologyLab/TBO) states no licence, so redistribution rights are unknown; "
-          "treat weights trained on it as for your own research use only and do not redistribute them.",
+          "commercial use; these weights are derived from it and inherit that restriction: use them for "
+          "research and non-commercial moderation support. No post is stored (config.json keeps a "
+          "vocabulary of the characters and character pairs seen at least twice); the slang lexicon's "
+          "terms are kept only as hashes, enough to recognise a term, not to read one.",
+    "en": "TBO (LanguageTechnologyLab/TBO) states no licence, so the rights of models trained on it are "
+          "unclear; no post text is stored in these weights. Use them for research and non-commercial "
+          "moderation support, or retrain on data you hold.",
 }
 
 
@@ -88,7 +91,7 @@ def write_card(folder: str | Path) -> Path:
         f"- decoding options chosen on validation: {config.get('decode', 'defaults')}", "",
         "## Licence and shipping",
         f"- {LICENCES[lang]}",
-        "- The rebuttal package therefore ships no tagger weights; train your own with one command:",
+        "- Retrain (on data you hold, or with other settings) with one command:",
         f"  `rebuttal spar train --track {config['track']} --data <gold file> --out <folder>{_options(config)}`", "",
     ]
     scores = config.get("scores")

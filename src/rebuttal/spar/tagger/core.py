@@ -1,12 +1,14 @@
 """`SpanTagger`: a trained model with its featurizer; predicts SparTuples, saves and loads.
 
-Saved folder: `config.json` (kind, track, groups, vocabulary, split), `weights.pt` (state
-dict), `MODEL_CARD.md`. MiniLM taggers rebuild the encoder from the packaged model's config
-(`rebuttal.llm.embeddings.minilm_path()`), so the folder holds only our fine-tuned weights.
+Saved folder: `config.json` (kind, track, groups, vocabulary, lexicon terms as hashes, split),
+`weights.pt` (state dict in half precision), `MODEL_CARD.md`. MiniLM taggers start from the
+packaged encoder (`rebuttal.llm.embeddings.minilm_path()`) and train all but its embedding
+tables, so the folder holds only the weights training changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -19,8 +21,13 @@ from rebuttal.types import SparTuple
 MAX_PIECES = 256
 MAX_CHARS = 512
 CONFIG, WEIGHTS = "config.json", "weights.pt"
+FROZEN = "encoder.embeddings."  # MiniLM's embedding tables: not trained, loaded from the packaged encoder
 # Decoding options (chosen on the validation split by `train.tune_decoding`, kept in config.json).
 DECODE = {"merge_gap": 0, "target_gap": 0, "min_chars": 0, "max_tuples": 0}
+
+
+def term_hash(term: str) -> str:
+    return hashlib.blake2b(term.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def _jieba():
@@ -47,8 +54,12 @@ class CharFeaturizer:
 
     def __init__(self, vocab: dict[str, int], terms: list[str], bigrams: dict[str, int] | None = None,
                  words: bool = False, context=None, context_model: str | None = None,
-                 context_layers: int | None = None):
-        self.vocab, self.terms = vocab, sorted(set(terms), key=len, reverse=True)
+                 context_layers: int | None = None, term_hashes: dict[str, list[str]] | None = None):
+        self.vocab = vocab
+        # Terms are kept as hashes per length: a saved tagger must not carry the licensed lexicon's text.
+        self.term_hashes = {int(n): set(h) for n, h in (term_hashes or {}).items()}
+        for term in set(terms):
+            self.term_hashes.setdefault(len(term), set()).add(term_hash(term))
         self.bigrams = bigrams or {}  # character pairs (seen twice in training) → id; empty = off
         self.words = words
         self.context, self.context_model, self.context_layers = context, context_model, context_layers
@@ -68,13 +79,12 @@ class CharFeaturizer:
     def features(self, text: str) -> tuple[dict[str, list[int]], list[L.Unit], list[int]]:
         text = text[:MAX_CHARS]
         lex = [0] * len(text)
-        for term in self.terms:
-            start = text.find(term)
-            while start >= 0:
-                if not any(lex[start:start + len(term)]):
+        for size in sorted(self.term_hashes, reverse=True):  # longest terms first, no overlaps
+            hashes = self.term_hashes[size]
+            for start in range(len(text) - size + 1):
+                if not any(lex[start:start + size]) and term_hash(text[start:start + size]) in hashes:
                     lex[start] = 1
-                    lex[start + 1:start + len(term)] = [2] * (len(term) - 1)
-                start = text.find(term, start + 1)
+                    lex[start + 1:start + size] = [2] * (size - 1)
         feats = {"ids": [self.vocab.get(ch, 1) for ch in text], "lex": lex}
         if self.bigrams:  # the pair starting here and the pair ending here
             feats["bi_next"] = [self.bigrams.get(text[i:i + 2], 1) for i in range(len(text))]
@@ -86,7 +96,8 @@ class CharFeaturizer:
         return feats, [(i, i + 1) for i in range(len(text))], list(range(len(text)))
 
     def state(self) -> dict:
-        return {"vocab": self.vocab, "terms": self.terms, "bigrams": self.bigrams, "words": self.words,
+        return {"vocab": self.vocab, "term_hashes": {n: sorted(h) for n, h in self.term_hashes.items()},
+                "bigrams": self.bigrams, "words": self.words,
                 "context_model": self.context_model, "context_layers": self.context_layers}
 
 
@@ -200,7 +211,12 @@ class SpanTagger:
         if self.kind != "minilm":
             config["char_config"] = vars(self.model.cfg)
         (folder / CONFIG).write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
-        self.torch.save(self.model.state_dict(), folder / WEIGHTS)
+        # Half precision halves the file; frozen parameters (MiniLM's embeddings) are the packaged
+        # encoder's own and load from it, so they are not saved.
+        frozen = {name for name, p in self.model.named_parameters() if not p.requires_grad}
+        state = {k: v.half() if v.is_floating_point() else v for k, v in self.model.state_dict().items()
+                 if k not in frozen}
+        self.torch.save(state, folder / WEIGHTS)
         return folder
 
 
@@ -216,14 +232,18 @@ def load_tagger(folder: str | Path) -> SpanTagger:
     groups = config["groups"]
     if config["kind"] == "minilm":
         base = str(minilm_path())
-        model, featurizer = models.MiniLMTagger(base, len(groups), pretrained=False), PieceFeaturizer(base)
+        model, featurizer = models.MiniLMTagger(base, len(groups)), PieceFeaturizer(base)
     else:
         model = models.CharTagger(models.CharConfig(**config["char_config"]))
         state = config["featurizer"]
-        featurizer = CharFeaturizer(state["vocab"], state["terms"], state.get("bigrams"), state.get("words", False),
-                                    context_model=state.get("context_model"), context_layers=state.get("context_layers"))
+        featurizer = CharFeaturizer(state["vocab"], state.get("terms", []), state.get("bigrams"),
+                                    state.get("words", False), context_model=state.get("context_model"),
+                                    context_layers=state.get("context_layers"), term_hashes=state.get("term_hashes"))
         if featurizer.context_model:
             featurizer.context = open_states(featurizer.context_model, layers=featurizer.context_layers)
-    model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True))
+    missing, unexpected = model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True),
+                                                strict=False)
+    if unexpected or any(not key.startswith(FROZEN) for key in missing):
+        raise ValueError(f"{folder / WEIGHTS} does not fit its config: missing {missing[:3]}, unexpected {unexpected[:3]}")
     meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

@@ -118,13 +118,10 @@ class CharTagger(nn.Module):
 class MiniLMTagger(nn.Module):
     """The packaged all-MiniLM-L6-v2 transformer, fine-tuned, with the heads on its token states."""
 
-    def __init__(self, model_dir: str, n_groups: int, pretrained: bool = True):
+    def __init__(self, model_dir: str, n_groups: int):
         super().__init__()
         transformers = require("transformers", "memory")
-        if pretrained:
-            self.encoder = transformers.AutoModel.from_pretrained(model_dir)
-        else:  # weights come from a saved state dict
-            self.encoder = transformers.AutoModel.from_config(transformers.AutoConfig.from_pretrained(model_dir))
+        self.encoder = transformers.AutoModel.from_pretrained(model_dir)
         self.heads = Heads(self.encoder.config.hidden_size, n_groups, 0.1)
 
     def forward(self, ids, mask) -> dict:

@@ -17,6 +17,9 @@ from rebuttal.types import InputError, SparResult, TraceStep, check_post
 SYSTEM = "spar-tagger"
 
 
+PACKAGED = Path(__file__).parent / "data"  # the shipped taggers (one folder per track; MODEL_CARD.md in each)
+
+
 def default_root() -> Path:
     """Where `rebuttal spar train` puts taggers by default: <REBUTTAL_HOME>/spar-tagger/<track>."""
     return config.home_dir() / "spar-tagger"
@@ -39,7 +42,8 @@ class TaggerParser:
     system = SYSTEM
 
     def __init__(self, root: str | Path | None = None, taggers: dict[str, SpanTagger] | None = None):
-        self.root = Path(root) if root else default_root()
+        # A folder given is the only place looked at; otherwise the user's own taggers come first.
+        self.roots = [Path(root)] if root else [default_root(), PACKAGED]
         self._taggers: dict[Path, SpanTagger] = {}
         self._by_track = dict(taggers or {})
         self._lock = threading.Lock()
@@ -47,7 +51,8 @@ class TaggerParser:
     def tagger(self, track: str) -> SpanTagger:
         if track in self._by_track:
             return self._by_track[track]
-        folder = tagger_folder(self.root, track)
+        folders = [tagger_folder(root, track) for root in self.roots]
+        folder = next((f for f in folders if (f / CONFIG).exists()), folders[0])
         with self._lock:
             if folder not in self._taggers:
                 tagger = load_tagger(folder)
