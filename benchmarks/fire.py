@@ -2,7 +2,7 @@
 a blind grade with the reply rubric. Results: benchmarks/results/fire.md (written whole).
 
     python benchmarks/fire.py run --n 106 --graded 40      # resumable; FIRE on n, baselines on the graded items
-    python benchmarks/fire.py sheet --graded 40             # blind sheet: shuffled, systems hidden
+    python benchmarks/fire.py sheet --n 106 --graded 40     # grading sheet: shuffled, systems hidden
     python benchmarks/fire.py report --n 106 --graded 40    # fire.md from the runs (+ grades, if present)
 
 `--compare-drafts` runs and reports FIRE with best of two on (not the default) into
@@ -92,15 +92,16 @@ def load_grades() -> dict[str, dict]:
 
 
 def sheet(args) -> None:
-    """Every graded item's reply from every system that has no grade yet, shuffled, with only a
-    key to tell them apart."""
-    rows = dev_rows(args.graded)
+    """Every reply without a grade yet (FIRE's on all n items, the baselines' on the graded ones),
+    shuffled, with only a key to tell them apart."""
+    rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
     posts = {r["id"]: r["hate_speech"] for r in rows}
     graded = load_grades()
     entries = []
     for system in ("fire", *BASELINES):
-        for item_id, row in results(fire_rows(args) if system == "fire" else system, ids).items():
+        for item_id, row in results(fire_rows(args) if system == "fire" else system,
+                                    ids if system == "fire" else ids[: args.graded]).items():
             if row.get("reply"):
                 key = blind_key(system, item_id, row["reply"]["text"])
                 if key not in graded:
@@ -172,7 +173,9 @@ def check_table(fire: dict[str, dict]) -> list[str]:
     return lines
 
 
-def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
+def grade_table(systems: dict[str, dict[str, dict]], system: str | None = None) -> list[str]:
+    """One row per entry; `system` names the system whose grades all entries use (rows that are
+    parts of one system's run), else each entry's name does."""
     grades = load_grades()
     if not grades:
         return ["No grades yet (benchmarks/grades/fire-dev.jsonl is absent)."]
@@ -180,7 +183,7 @@ def grade_table(systems: dict[str, dict[str, dict]]) -> list[str]:
              "| usable among status ok | off-topic or contradicting with status ok |",
              "|---|---|" + "---|" * (len(VERDICTS) + 4)]
     for name, rows in systems.items():
-        keys = {i: blind_key(name, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
+        keys = {i: blind_key(system or name, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
         graded = {i: grades[k] for i, k in keys.items() if k in grades}
         verdicts = Counter(g["verdict"] for g in graded.values())
         ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
@@ -222,6 +225,13 @@ def report(args) -> None:
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model and hate gate")
     lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
+              "Graded with the reply rubric by the grader described below (the drafts beyond the first "
+              f"{args.graded} were graded knowing they were FIRE's). The draft checks were developed by reading "
+              f"FIRE's drafts on the first {args.graded} posts, so the other posts show how they carry over:", "",
+              *grade_table({f"fire, all {len(fire_all)}": fire_all,
+                            f"fire, first {args.graded}": {i: r for i, r in fire_all.items() if i in graded_ids},
+                            f"fire, the other {len(fire_all) - len(graded_ids)}":
+                                {i: r for i, r in fire_all.items() if i not in graded_ids}}, system="fire"), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
               f"## Same {args.graded} items: FIRE vs single-call baselines (same machine)", "",
               *system_table(same_items, gold), "",

@@ -20,7 +20,7 @@ from collections import Counter
 from enum import StrEnum
 
 from rebuttal.fire.assessor import Assessment
-from rebuttal.fire.prompting import AnalystOutput, post_prefix, prompt, quote_post
+from rebuttal.fire.prompting import AnalystOutput, ask_letter, post_prefix, prompt, quote_post
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
 from rebuttal.types import Analysis, CategoryVote, HateType, Trace, TraceStep
 
@@ -82,13 +82,9 @@ def ask_stance(model: ChatModel, post: str, trace: Trace) -> bool:
     """The stance question, on its own short system text: after FIRE's (a counterspeech team and
     the hate categories) the 1.5B model called almost every post an attack. True unless the
     model answers B, C or D; any other answer is no veto, noted in the trace."""
-    task = prompt("stance")
-    messages = [{"role": "system", "content": prompt("stance_system").template.strip()},
-                {"role": "user", "content": task.render(post=quote_post(post)).strip()}]
-    completion = model.generate(messages, max_tokens=3)
-    step = trace.add(TraceStep(stage="stance", model=model.name, prompt_version=task.version,
+    answer, completion = ask_letter(model, "stance", 3, post=quote_post(post))
+    step = trace.add(TraceStep(stage="stance", model=model.name, prompt_version=prompt("stance").version,
                                latency_s=completion.latency_s, usage=completion.usage))
-    answer = completion.text.strip()[:1].upper()
     chosen = answer in ("A", "B", "C", "D")
     step.notes.append(f"answer {completion.text.strip()[:12]!r}" + ("" if chosen else ": not a choice, so no veto"))
     return answer not in ("B", "C", "D")

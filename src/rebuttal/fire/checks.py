@@ -58,7 +58,8 @@ def number_problem(text: str, post: str, evidence: Sequence[EvidenceItem]) -> Pr
 # Words just before a copied run that show the reply reports the claim rather than asserts it.
 REPORTING = {"claim", "claims", "claiming", "idea", "notion", "myth", "belief", "say", "says", "saying",
              "said", "suggest", "suggests", "suggesting", "assert", "asserts", "argue", "argues",
-             "false", "wrong", "true", "untrue", "incorrect", "statement"}
+             "false", "wrong", "true", "untrue", "incorrect", "statement",
+             "if", "whether", "proof", "evidence"}  # a hypothesis or a question about the claim
 NEGATION = {"not", "no", "never", "isn", "aren", "don", "doesn", "t"}
 # A negation distances a short copy ("they are not lazy") but not a long one: "Women are not weak
 # and bring our society down to their emotionally soft level" recites the post (silver dev).
@@ -76,10 +77,14 @@ def restated_run(reply: str, post: str) -> str | None:
     if match.size < needed:
         return None
     copied = " ".join(post_words[match.a : match.a + match.size])
-    if len(content_words(copied)) < 3:  # "the feminist movement is a": naming the topic, not the claim
+    # A negation inside the copy is part of the claim ("lazy and don't work"), and a negation
+    # before it does not undo it: "they are not lazy and don't work" still says they don't (silver dev).
+    own_negation = bool(set(copied.split()) & NEGATION)
+    if len(content_words(copied)) + own_negation < 3:  # "the feminist movement is a": the topic, not the claim
         return None
     before = set(reply_words[max(0, match.b - 4) : match.b])  # "the notion that ...", "it is false that ..."
-    distancing = REPORTING | (NEGATION if match.size <= NEGATED_COPY_MAX_WORDS else set())
+    negation_distances = match.size <= NEGATED_COPY_MAX_WORDS and not own_negation
+    distancing = REPORTING | (NEGATION if negation_distances else set())
     if before & distancing or any(copied in " ".join(words(q)) for q in re.findall(r'["“«„](.+?)["”»“]', reply)):
         return None
     return copied

@@ -7,7 +7,7 @@ short calls and changes nothing.
 
 from __future__ import annotations
 
-from rebuttal.fire.prompting import prompt, quote_post
+from rebuttal.fire.prompting import ask_letter, prompt, quote_post
 from rebuttal.llm import ChatModel
 from rebuttal.types import Trace, TraceStep
 
@@ -15,14 +15,10 @@ from rebuttal.types import Trace, TraceStep
 def ask_preference(model: ChatModel, post: str, target_group: str, first: str, second: str,
                    step: TraceStep) -> str:
     """The model's letter for "which is better", A (first) or B (second); anything else is ''."""
-    task = prompt("choose")
-    messages = [{"role": "system", "content": prompt("choose_system").template.strip()},
-                {"role": "user", "content": task.render(post=quote_post(post), target_group=target_group,
-                                                        first=first, second=second).strip()}]
-    completion = model.generate(messages, max_tokens=2)
+    answer, completion = ask_letter(model, "choose", 2, post=quote_post(post), target_group=target_group,
+                                    first=first, second=second)
     step.latency_s, step.usage = step.latency_s + completion.latency_s, step.usage + completion.usage
     step.attempts += 1
-    answer = completion.text.strip()[:1].upper()
     return answer if answer in ("A", "B") else ""
 
 

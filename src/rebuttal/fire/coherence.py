@@ -57,12 +57,16 @@ def contradiction_problem(text: str) -> Problem | None:
 
 
 CONCESSION = re.compile(
-    r"\b(?:while|although|though|even\s+if)\s+(?:it\s+(?:may|might|could)\s+be\s+true|there\s+(?:may|might)\s+be\s+some)"
+    r"\b(?:while|although|though|even\s+if)\s+(?:it\s+(?:may|might|could)\s+(?:be\s+true|seem|sound|appear)"
+    r"|there\s+(?:may|might)\s+be\s+some)"
     r"|\bit\s+(?:may|might|could)\s+(?:well\s+)?be\s+true\b"
-    # "some Jews may exhibit ...", "some of them do have ...": grants the trait to part of the group
-    r"|\bsome\s+(?:of\s+them|\w+(?:\s+people)?)\s+(?:may|might|do|can|could)\s+(?:not\s+)?"
+    # "some Jews may exhibit ...", "some individuals and groups may engage ...": grants the trait
+    # to part of the group; "just as capable of committing these crimes": grants the crimes
+    r"|\bsome\s+(?:of\s+them|\w+(?:\s+people|\s+and\s+\w+)?)\s+(?:may|might|do|can|could)\s+(?:not\s+)?"
     r"(?:exhibit|be\b|have\b|commit|engage|show|behave|display|hold\s+(?:negative|harmful|extreme))"
-    r"|\bnot\s+the\s+(?:sole|only)\s+(?:cause|reason|factor)\b|\bnot\s+all\s+\w+\s+(?:are|do|have|were)\b",
+    r"|\bcapable\s+of\s+committing\b"
+    r"|\bnot\s+the\s+(?:sole|only)\s+(?:cause|reason|factor)\b"
+    r"|\bnot\s+all\s+\w+\s+(?:are|do|have|were|engage|commit)\b",
     re.IGNORECASE,
 )
 

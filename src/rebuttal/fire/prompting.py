@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from rebuttal.llm import Message
+from rebuttal.llm import ChatModel, Completion, Message
 from rebuttal.llm.prompts import load_prompt
 from rebuttal.types import EvidenceItem, HateType
 
@@ -24,6 +24,15 @@ MAX_EXAMPLE_CHARS = 320  # keeps prompts compact: CPU prompt processing dominate
 
 def prompt(name: str, version: int | None = None):
     return load_prompt(PACKAGE, name, version)
+
+
+def ask_letter(model: ChatModel, name: str, max_tokens: int, **fields) -> tuple[str, Completion]:
+    """A multiple-choice question on its own short system text (prompt `name` and `name`_system):
+    the first letter of the answer, upper-cased, and the completion for the trace."""
+    messages = [{"role": "system", "content": prompt(f"{name}_system").template.strip()},
+                {"role": "user", "content": prompt(name).render(**fields).strip()}]
+    completion = model.generate(messages, max_tokens=max_tokens)
+    return completion.text.strip()[:1].upper(), completion
 
 
 def quote_post(text: str) -> str:
