@@ -246,10 +246,10 @@ def test_batch_resume_gold_input_and_traces(tmp_path):
 def test_parse_command_prints_tuples(monkeypatch):
     import typer
 
-    from rebuttal.spar import commands
+    from rebuttal.spar import batch, commands
 
     parser, _ = parser_with(spar_handler())
-    monkeypatch.setattr(commands, "default_parser", lambda settings, **kw: parser)
+    monkeypatch.setattr(batch, "default_parser", lambda settings, **kw: parser)
     app = typer.Typer()
     app.command()(commands.parse_command)
     out = CliRunner().invoke(app, [POST, "--lang", "en"])
