@@ -37,8 +37,8 @@ class FireSettings:
     max_regenerations: int = 2
     # Best of two: a draft that passed every check meets one sampled rival; the model must prefer
     # the rival in both orders (fire/choice.py). Off: on the 40 graded silver dev posts it replaced
-    # 4 drafts (usable 25 -> 26 of 35) for +9.6 s a post, twice the retrieval baseline's median
-    # latency where the budget is 1.5x (benchmarks/results/fire_best_of_two.md).
+    # 4 drafts (usable 25 -> 26 of 35) for +9.6 s a post: 1.56x the retrieval baseline's median
+    # latency, over the 1.5x budget (benchmarks/results/fire_best_of_two.md).
     compare_drafts: bool = False
     use_memory: bool = True
     use_evidence: bool = True

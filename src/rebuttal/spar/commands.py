@@ -19,7 +19,7 @@ from rebuttal.spar.settings import SYSTEMS
 from rebuttal.spar.vocab import Track
 from rebuttal.types import SparResult
 
-SparSystem = StrEnum("SparSystem", {name.replace("-", "_").replace("+", "_with_"): name for name in SYSTEMS})
+SparSystem = StrEnum("SparSystem", {name.replace("-", "_"): name for name in SYSTEMS})  # named as cli.System
 
 
 def render(result: SparResult) -> str:
