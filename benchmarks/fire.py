@@ -1,39 +1,38 @@
 """FIRE's drafts on silver dev against the single-call baselines: checks, latency, category, and
-a blind grade with the reply rubric. Results: benchmarks/results/fire.md (written whole).
+blind grades with the reply rubric. Results: benchmarks/results/fire.md (written whole).
 
-    python benchmarks/fire.py run --n 106 --graded 40      # resumable; FIRE on n, baselines on the graded items
-    python benchmarks/fire.py sheet --n 106 --graded 40     # grading sheet: shuffled, systems hidden
-    python benchmarks/fire.py report --n 106 --graded 40    # fire.md from the runs (+ grades, if present)
+    python benchmarks/fire.py run --n 106 --graded 106      # resumable; FIRE on n, baselines on the graded items
+    python benchmarks/fire.py latency --n 20                # the three systems in turn on each of n items
+    python benchmarks/fire.py sheet --grader independent     # grading sheet: shuffled, systems hidden
+    python benchmarks/fire.py report --n 106 --graded 106   # fire.md from the runs (+ grades, if present)
 
 `--compare-drafts` runs and reports FIRE with best of two on (not the default) into
 runs/bench/fire-dev/fire-compare.jsonl and benchmarks/results/fire_best_of_two.md.
 
 Runs go through `rebuttal run`'s batch code into runs/bench/, so an interrupted run resumes.
-Grades are read from benchmarks/grades/fire-dev.jsonl ({"key", "verdict", "why"}), written by
-the grader from the sheet; the key maps back to the system only here.
+Grades are read from benchmarks/grades/ (fire_grading.py), one file per grader.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import random
-import statistics
 import sys
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fire_grading import GRADERS, agreement, grade_table, write_sheet  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-GRADES = ROOT / "benchmarks" / "grades" / "fire-dev.jsonl"
 DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
-VERDICTS = ("usable", "fixable", "unusable", "harmful")
+LATENCY = ROOT / "runs" / "bench" / "fire-latency"
+# The draft checks were developed by reading FIRE's drafts on the first 40 dev items.
+DEVELOPED_ON = 40
 
 
 def dev_rows(n: int) -> list[dict]:
@@ -48,8 +47,8 @@ def source_file(rows: list[dict], name: str) -> Path:
     return path
 
 
-def results(system: str, ids: list[str]) -> dict[str, dict]:
-    path = OUT / f"{system}.jsonl"
+def results(system: str, ids: list[str], folder: Path = OUT) -> dict[str, dict]:
+    path = folder / f"{system}.jsonl"
     if not path.exists():
         return {}
     rows = {}
@@ -80,36 +79,47 @@ def run(args) -> None:
     run_fire_batch(source_file(rows, f"dev_{args.n}"), fire_out, system="fire", model=model, **settings)
 
 
-def blind_key(system: str, item_id: str, reply: str) -> str:
-    """Bound to the reply's text: a grade carries over to a rerun only if the text is unchanged."""
-    return hashlib.sha256(f"{system}:{item_id}:{reply}".encode()).hexdigest()[:10]
+def run_latency(args) -> None:
+    """FIRE and the two baselines in turn on each item, in one process: the same items, the same
+    run and the same neighbours on the machine, so their latencies compare (`run` runs each
+    system over all items in a row, and resumes across days)."""
+    from rebuttal.fire.batch import run_fire_batch
+    from rebuttal.llm import ModelSettings, load_model
+
+    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
+    LATENCY.mkdir(parents=True, exist_ok=True)
+    for row in dev_rows(args.n):
+        item = LATENCY / "item.jsonl"
+        item.write_text(json.dumps({"id": row["id"], "text": row["hate_speech"]}) + "\n")
+        for system in ("fire", *BASELINES):
+            run_fire_batch(item, LATENCY / f"{system}.jsonl", system=system, model=model, progress=False)
 
 
-def load_grades() -> dict[str, dict]:
-    if not GRADES.exists():
-        return {}
-    return {g["key"]: g for g in map(json.loads, GRADES.read_text().splitlines()) if g}
+def latency_table(ids: list[str]) -> list[str]:
+    systems = {s: results(s, ids, LATENCY) for s in ("fire", *BASELINES)}
+    common = set.intersection(*(set(rows) for rows in systems.values()))
+    if not common:
+        return ["No interleaved latency run yet (`python benchmarks/fire.py latency`)."]
+    median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in systems.items()}
+    lines = [f"FIRE and the baselines in turn on each of the first {len(common)} dev items, in one process "
+             "(`fire.py latency`); seconds of model and pipeline time per post:", "",
+             "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
+    for name, rows in systems.items():
+        times = [latency(rows[i]) for i in common]
+        lines.append(f"| {name} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
+    return lines + ["", f"Median latency FIRE / retrieval baseline: **{median['fire'] / median['retrieval']:.2f}** "
+                        "(target <= 1.5)."]
 
 
 def sheet(args) -> None:
-    """Every reply without a grade yet (FIRE's on all n items, the baselines' on the graded ones),
-    shuffled, with only a key to tell them apart."""
+    """FIRE's replies on all n items and the baselines' on the graded ones that `--grader` has
+    not graded yet; the independent grader's sheet always mixes all three systems."""
     rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
-    posts = {r["id"]: r["hate_speech"] for r in rows}
-    graded = load_grades()
-    entries = []
-    for system in ("fire", *BASELINES):
-        for item_id, row in results(fire_rows(args) if system == "fire" else system,
-                                    ids if system == "fire" else ids[: args.graded]).items():
-            if row.get("reply"):
-                key = blind_key(system, item_id, row["reply"]["text"])
-                if key not in graded:
-                    entries.append({"key": key, "post": posts[item_id], "reply": row["reply"]["text"]})
-    random.Random(7).shuffle(entries)
-    path = OUT / "blind_sheet.jsonl"
-    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
-    print(f"{len(entries)} replies without a grade -> {path}")
+    systems = {"fire": results(fire_rows(args), ids), **{s: results(s, ids[: args.graded]) for s in BASELINES}}
+    path = OUT / f"blind_sheet-{args.grader}.jsonl"
+    count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, args.grader, path)
+    print(f"{count} replies without a grade from {args.grader} -> {path}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -173,28 +183,6 @@ def check_table(fire: dict[str, dict]) -> list[str]:
     return lines
 
 
-def grade_table(systems: dict[str, dict[str, dict]], system: str | None = None) -> list[str]:
-    """One row per entry; `system` names the system whose grades all entries use (rows that are
-    parts of one system's run), else each entry's name does."""
-    grades = load_grades()
-    if not grades:
-        return ["No grades yet (benchmarks/grades/fire-dev.jsonl is absent)."]
-    lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable per post (no reply = not usable) "
-             "| usable among status ok | off-topic or contradicting with status ok |",
-             "|---|---|" + "---|" * (len(VERDICTS) + 4)]
-    for name, rows in systems.items():
-        keys = {i: blind_key(system or name, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
-        graded = {i: grades[k] for i, k in keys.items() if k in grades}
-        verdicts = Counter(g["verdict"] for g in graded.values())
-        ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
-        ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
-        bad_ok = sum(any(w in g.get("why", "") for w in ("off-topic", "contradict")) for g in ok.values())
-        lines.append(f"| {name} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
-                     + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
-                     f"| {ok_usable}/{len(ok)} | {bad_ok} |")
-    return lines
-
-
 def adapt_coverage(rows: list[dict]) -> list[str]:
     """How often adapting a human reply could apply: dev posts with a shipped-bank record whose
     post is close in plain MiniLM space (topic, not the SupCon head's category space)."""
@@ -209,44 +197,49 @@ def adapt_coverage(rows: list[dict]) -> list[str]:
             "|---|---|---|---|", f"| {len(bank)} | {cells} |"]
 
 
+def only(rows: dict[str, dict], ids) -> dict[str, dict]:
+    return {i: r for i, r in rows.items() if i in ids}
+
+
 def report(args) -> None:
     rows = dev_rows(args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
-    graded_ids = [r["id"] for r in rows[: args.graded]]
-    fire_all = results(fire_rows(args), list(gold))
+    ids = list(gold)
+    graded_ids, developed = ids[: args.graded], set(ids[:DEVELOPED_ON])
+    fire_all = results(fire_rows(args), ids)
     defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
-    same_items = {"fire": {i: r for i, r in fire_all.items() if i in graded_ids},
-                  **{s: results(s, graded_ids) for s in BASELINES}}
-    f50 = percentile([latency(r) for r in same_items["fire"].values()], 0.5)
-    r50 = percentile([latency(r) for r in same_items["retrieval"].values()], 0.5)
-    lines = header("FIRE drafts on silver dev", split=f"silver dev round 1 (first {args.n} items for FIRE; the first "
-                   f"{args.graded} for the baselines and the blind grade); settings were chosen on dev and on train "
-                   "cross-validation, so these are dev numbers, not test numbers",
+    same_items = {"fire": only(fire_all, graded_ids), **{s: results(s, graded_ids) for s in BASELINES}}
+    rest = len(graded_ids) - DEVELOPED_ON
+    split = [(f"{name}, {part}", name, only(system_rows, chosen)) for name, system_rows in same_items.items()
+             for part, chosen in ((f"first {DEVELOPED_ON}", developed), (f"the other {rest}", set(graded_ids) - developed))]
+    lines = header("FIRE drafts on silver dev", split=f"silver dev round 1 (first {args.n} items for FIRE, the first "
+                   f"{args.graded} for the baselines); settings were chosen on dev and on train cross-validation, so "
+                   "these are dev numbers, not test numbers",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model and hate gate")
     lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
-              "Graded with the reply rubric by the grader described below (the drafts beyond the first "
-              f"{args.graded} were graded knowing they were FIRE's). The draft checks were developed by reading "
-              f"FIRE's drafts on the first {args.graded} posts, so the other posts show how they carry over:", "",
-              *grade_table({f"fire, all {len(fire_all)}": fire_all,
-                            f"fire, first {args.graded}": {i: r for i, r in fire_all.items() if i in graded_ids},
-                            f"fire, the other {len(fire_all) - len(graded_ids)}":
-                                {i: r for i, r in fire_all.items() if i not in graded_ids}}, system="fire"), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
-              f"## Same {args.graded} items: FIRE vs single-call baselines (same machine)", "",
-              *system_table(same_items, gold), "",
-              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing, so the "
-              "systems may have run on different days beside different jobs: the latencies compare loosely.", "",
-              f"Median latency FIRE / retrieval baseline: **{f50 / r50:.2f}** (target <= 1.5).", "",
-              "## Blind grade with the reply rubric (shared/docs/reply-rubric.md)", "",
-              "Grader: the developer, an AI coding agent, reading each post and reply from a shuffled sheet "
-              "that hides the system (`python benchmarks/fire.py sheet`); no larger model was available. "
-              "Not an independent human judgement. When only one system's replies changed since the last "
-              "grade (FIRE's, after each change to it), the sheet holds only that system's, so the grader knew "
-              "which system it was grading; FIRE variants tried on dev were graded batch by batch as their runs "
-              "finished, so the grader also knew the variant. A grade is bound to the reply's text "
-              "(benchmarks/grades/fire-dev.jsonl), so a rerun that writes the same text keeps its grade and "
-              "a changed text is graded afresh.", "", *grade_table(same_items), "",
+              f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "", *system_table(same_items, gold), "",
+              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing, so these "
+              "latencies may come from different days beside different jobs. The latency target is read from the "
+              "interleaved run below.", "",
+              "## Latency: the three systems in turn on the same items", "",
+              *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids)), "",
+              "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
+              "Grader: a separate AI agent that had not seen the code, the checks or any earlier grade. It read "
+              "the rubric and one shuffled sheet holding every system's replies with the systems hidden "
+              "(`python benchmarks/fire.py sheet --grader independent`); no larger model or human grader was "
+              "available. The draft checks were developed by reading FIRE's drafts on the first "
+              f"{DEVELOPED_ON} items, so the split below shows how they carry over.", "",
+              *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()], "independent"),
+              "", *grade_table(split, "independent"), "",
+              "## Blind grade by the developer", "",
+              "Grader: the developer, an AI coding agent, from shuffled sheets that hide the system. Not "
+              "independent: it built the checks by reading FIRE's drafts, and when only FIRE's replies changed "
+              "since the last grade the sheet held only FIRE's, so it knew which system it graded. It graded "
+              f"the baselines on the first {DEVELOPED_ON} items only.", "",
+              *grade_table([s for s in split if s[1] == "fire" or s[0].endswith(f"first {DEVELOPED_ON}")], "developer"),
+              "", agreement(same_items), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",
               "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
               "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",
@@ -258,16 +251,17 @@ def report(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["run", "sheet", "report"])
+    parser.add_argument("mode", choices=["run", "latency", "sheet", "report"])
     parser.add_argument("--n", type=int, default=106)
-    parser.add_argument("--graded", type=int, default=40)
+    parser.add_argument("--graded", type=int, default=106, help="items the baselines run on (the first ones)")
+    parser.add_argument("--grader", choices=sorted(GRADERS), default="independent")
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare-drafts", action="store_true", help="FIRE with best of two (not the default)")
     args = parser.parse_args()
     if not DEV.exists():
         sys.exit(f"needs the silver dev split at {DEV}")
-    {"run": run, "sheet": sheet, "report": report}[args.mode](args)
+    {"run": run, "latency": run_latency, "sheet": sheet, "report": report}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ def main() -> None:
                    "HateCheck dev half (Mandarin), template-held-out 5-fold cross-validation (the gates train on "
                    "these halves); silver dev round 1 (hateful posts FIRE must answer; no gate trains on it)",
                    model="none for the vote (the gate alone; FIRE adds the LLM's vote); a states gate reads qwen2.5-1.5b's hidden states",
-                   memory="all-MiniLM-L6-v2 (English); the chat model's layer-14 states or character n-grams "
-                   "(Chinese); gates: " + "; ".join(
+                   memory="the chat model's layer-14 states (states gates); all-MiniLM-L6-v2 + word n-grams "
+                   "(English linear gates), MiniLM token states (token head), character n-grams (Chinese linear "
+                   "gates); gates: " + "; ".join(
                        f"{name}: {os.path.relpath(SHIPPED, ROOT) if name == 'shipped' else path} (en {k['en']}, zh {k['zh']})"
                        for (name, k), path in zip(kinds.items(), [SHIPPED, *args.compare])))
     lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",

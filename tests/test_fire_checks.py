@@ -50,6 +50,16 @@ def test_meta_talk():
     assert meta_problem("Women lead companies well; many studies show it.") is None
 
 
+def test_slur_in_the_reply_own_voice_but_not_a_quote_or_a_mention():
+    from rebuttal.fire.coherence import slur_problem
+
+    assert "Faggots" in slur_problem("Faggots are people who deserve respect.").message
+    assert slur_problem('Calling gay men "faggots" only shows contempt.') is None
+    assert slur_problem("Please don't call them retarded; say people with intellectual disabilities.") is None
+    assert slur_problem("Slut-shaming blames women for the crimes of others.") is None
+    assert slur_problem("Gay men and Jewish families live here in peace.") is None
+
+
 def test_repetition_and_truncation():
     loop = "Immigrants work hard. Immigrants work hard. Immigrants work hard."
     assert repetition_problem(loop)

@@ -134,7 +134,7 @@ def minilm():
 
 def test_shipped_gate_separates_plain_cases(minilm):
     gate = HateGate.load()
-    assert 0 < gate.gates["en"].threshold < gate.gates["en"].sure <= 1.01
+    assert 0 < gate.gates["en"].threshold <= gate.gates["en"].sure <= 1.01  # equal: no band (the LLM is not asked)
     texts = ["Immigrants are vermin and should be exterminated.", "I had a lovely lunch with my colleagues today."]
     (hate, g, _), (benign, _, _) = gate.scores(texts, minilm.encode(texts), minilm)
     assert hate >= g.threshold > benign
@@ -152,3 +152,24 @@ def test_shipped_category_model_on_unambiguous_posts(minilm):
     scores = [memory.query(t).scores for t in texts] if model.uses_memory else None
     predicted = [category for category, _, _ in model.predict(texts, minilm.encode(texts), scores)]
     assert predicted == [HateType.dehumanization, HateType.conspiracy]
+
+
+def test_training_reads_each_text_s_states_once_across_trainings(monkeypatch, tmp_path):
+    """train-gate keeps the pooled states in the cache folder: a second training reads only new texts."""
+    import rebuttal.learned.train as train_module
+
+    class CountingReader(MarkerReader):
+        read = 0
+
+        def token_states(self, text):
+            CountingReader.read += 1
+            return super().token_states(text)
+
+    monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path))
+    monkeypatch.setattr(train_module, "shared_reader", lambda **spec: CountingReader())
+    spec = {"model": "m", "layers": 3, "max_tokens": 8}
+    first = train_module.cached_pooled_states(spec, ["they are vile", "they are kind", "they are vile"], chunk=1)
+    assert CountingReader.read == 2 and np.allclose(first[0], first[2]) and first[0, 0] == pytest.approx(1 / 3)
+    again = train_module.cached_pooled_states(spec, ["they are kind", "others are tall"])
+    assert CountingReader.read == 3 and np.allclose(again[0], first[1])
+    assert len(list((tmp_path / "gate-states" / "m-l3-t8").glob("shard-*.npz"))) == 3

@@ -441,3 +441,40 @@ def test_shipped_chinese_tagger_reads_the_embedded_models_layer_14():
     assert (tagger.featurizer.context_model, tagger.featurizer.context_layers) == ("qwen2.5-1.5b", 14)
     assert result.status == "ok" and result.tuples
     assert all(t.argument in text and (t.target == "NULL" or t.target in text) for t in result.tuples)
+
+
+class MergingLlama:
+    """A tokenizer whose cut text reads differently: "xyz" is three tokens, but "xy" alone is one
+    (as BPE merges can at a cut); `embed` gives one state per token of the text it is handed."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def n_embd(self):
+        return 4
+
+    def tokenize(self, data, add_bos=False, special=False):
+        return [99] if data == b"xy" else list(data)
+
+    def detokenize(self, tokens):
+        return b"".join(b"xy" if t == 99 else bytes([t]) for t in tokens)
+
+    def embed(self, text):
+        return [[float(t)] * 4 for t in self.tokenize(text.encode())]
+
+
+def test_token_states_of_a_cut_text_are_those_of_the_text_the_model_reads(monkeypatch):
+    """A post longer than the token limit is cut; when the cut prefix tokenizes into fewer tokens,
+    its states are returned (the gate and the tagger used to raise on such posts)."""
+    import types
+
+    import rebuttal.llm.states as states_module
+
+    fake = types.SimpleNamespace(Llama=MergingLlama, LLAMA_POOLING_TYPE_NONE=0)
+    monkeypatch.setattr(states_module, "require", lambda *args: fake)
+    reader = states_module.ContextualStates("model.gguf", max_tokens=2)
+    tokens, states = reader.token_states("xyz")
+    assert tokens == [99] and states.tolist() == [[99.0] * 4]
+    tokens, states = reader.token_states("ab")  # within the limit: unchanged
+    assert tokens == [97, 98] and states[:, 0].tolist() == [97.0, 98.0]
+    assert reader.char_states("xyz")[:2, 0].tolist() == [99.0, 99.0] and reader.char_states("xyz")[2, 0] == 0

@@ -15,7 +15,7 @@ import numpy as np
 
 from rebuttal.fire.coherence import (
     SENTENCE, Problem, concession_problem, contradiction_problem, longest_run, meta_problem, othering_problem,
-    overclaim_problem, repetition_problem, script_problem, truncation_problem, words,
+    overclaim_problem, repetition_problem, script_problem, slur_problem, truncation_problem, words,
 )
 from rebuttal.types import CheckResult, EvidenceItem
 
@@ -211,7 +211,7 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 # ------------------------------------------------------------------ all checks
 
 CHECKS = ("citations", "numbers", "restatement", "contradiction", "concession", "overclaim", "othering",
-          "meta", "repetition", "truncation", "script", "faithfulness", "relevance")
+          "slur", "meta", "repetition", "truncation", "script", "faithfulness", "relevance")
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
@@ -227,6 +227,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "concession": concession_problem(text),
         "overclaim": overclaim_problem(text),
         "othering": othering_problem(text),
+        "slur": slur_problem(text),
         "meta": meta_problem(text, instructions),
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),

@@ -117,6 +117,30 @@ def othering_problem(text: str) -> Problem | None:
                   "do not call them different from others: say what they share with everyone")
 
 
+# Slurs and gendered insults seen in hate posts; a reply that uses one in its own voice insults the
+# people it defends (the 1.5B echoes the post's word: "Faggots are not a group of people"). A
+# quoted word or a mention ("don't call them X", "words like X") passes. Identity words (gay,
+# Jew, gypsy) are not here.
+SLUR = re.compile(
+    r"\b(?:fag(?:got)?s?|dykes?|trann(?:y|ies)|shemales?|retard(?:s|ed)?|mongoloids?|spastics?"
+    r"|nigg(?:er|a)s?|coons?|kikes?|spics?|chinks?|gooks?|wetbacks?|beaners?|towelheads?|ragheads?"
+    r"|pakis?|gyppos?|bitch(?:es)?|whores?|sluts?|cunts?|skanks?|feminazis?|libtards?)\b(?!-)",
+    re.IGNORECASE,
+)
+QUOTED = re.compile(r"[\"“'‘][^\"”’\n]{1,60}?[\"”'’]")
+MENTION = re.compile(r"\b(?:say|saying|said|call|calling|called|word|words|term|terms|use|using)\W+(?:\w+\W+){0,2}$",
+                     re.IGNORECASE)
+
+
+def slur_problem(text: str) -> Problem | None:
+    unquoted = QUOTED.sub(" ", text)
+    for found in SLUR.finditer(unquoted):
+        if not MENTION.search(unquoted[max(0, found.start() - 40):found.start()]):
+            return Problem("slur", f'it says "{found.group(0)}"; never use a slur or insult: '
+                                   "name the people respectfully")
+    return None
+
+
 META = re.compile(
     r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+(?:that\s|your\s))"
     r"|\bthis\s+person\b|\bthe\s+person\s+who\s+(?:wrote|posted)\b|\btarget\s+group\b"

@@ -37,9 +37,10 @@ def train_gate_command(
     recall: Annotated[float, typer.Option(help="hateful recall the threshold keeps on HateCheck dev folds")] = 0.9,
     max_fpr: Annotated[float, typer.Option(help="share of non-hateful HateCheck dev cases allowed at or above "
                                                 "`sure`, where the LLM can no longer veto a reply")] = 0.15,
-    english: Annotated[str, typer.Option(help="English gate: `linear` (logistic regression, the shipped kind, "
-                                              "~10 min on 2 cores) or `head` (token head over MiniLM, ~25 min; "
-                                              "fewer HateCheck false positives, lower recall on real posts)")] = "linear",
+    english: Annotated[str, typer.Option(help="English gate: `states` (the embedded chat model's layer-14 states, "
+                                              "the shipped kind; ~25 min to read them; a linear fallback is kept), "
+                                              "`linear` (MiniLM + word n-grams, ~10 min) or `head` (token head over "
+                                              "MiniLM, ~25 min)")] = "states",
     chinese: Annotated[str, typer.Option(help="Chinese gate: `states` (the embedded chat model's layer-14 states, "
                                               "the shipped kind; ~15 min to read them; a linear fallback is kept) "
                                               "or `linear` (character n-grams, ~1 min)")] = "states",
@@ -48,8 +49,8 @@ def train_gate_command(
     from rebuttal.learned.train import train_gate
 
     try:
-        if english not in ("head", "linear"):
-            raise typer.BadParameter("--english must be head or linear")
+        if english not in ("head", "linear", "states"):
+            raise typer.BadParameter("--english must be head, linear or states")
         if chinese not in ("states", "linear"):
             raise typer.BadParameter("--chinese must be states or linear")
         gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr, english=english, chinese=chinese)

@@ -1,11 +1,12 @@
 """The hate gate: is a post hateful at all? FIRE writes no reply when it says no.
 
-One model per language. English: either a token head over MiniLM's token states
-(gate_head.py) or a logistic regression on MiniLM sentence vectors plus hashed word n-grams.
-Chinese (no Chinese encoder is packaged): a logistic regression on the embedded chat model's
-hidden states after its first 14 layers (mean and last of the first 64 tokens), with a
-character n-gram model kept as the fallback when that model is not installed. Thresholds are
-per language, chosen on the HateCheck dev halves (benchmarks/results/gate.md).
+One model per language. The shipped kind, for both: a logistic regression on the embedded chat
+model's hidden states after its first 14 layers (mean and last of the first 64 tokens), which
+read negation, praise and quotation far better than MiniLM or n-grams; a linear model on MiniLM
+sentence vectors + hashed word n-grams (English) or character n-grams (Chinese) is kept as the
+fallback when that model is not installed. English can also be a token head over MiniLM's token
+states (gate_head.py). Thresholds are per language, chosen on the HateCheck dev halves
+(benchmarks/results/gate.md).
 """
 
 from __future__ import annotations

@@ -101,29 +101,36 @@ def category_card(model: CategoryModel, records) -> str:
 
 
 HEAD_PER_SOURCE = 1500  # the token head reads 48 token states per text: a smaller corpus sample
+# The English states gate reads each text through half the chat model (~0.3 s): 500 rows per source
+# and label (4,031 texts, ~25 min once; cached) beside the HateCheck dev half that carries the
+# negations, quotes and neutral mentions.
+EN_STATES_PER_SOURCE = 500
 # The Chinese gate's features: the chat model after 14 of its 28 layers, first 64 tokens. Chosen
 # on template-held-out folds of HateCheck zh dev (exploration on whole posts, FPR at 90% recall: C 0.001
-# 0.24, C 0.01 0.32; a token head over the same states 0.32; character n-grams 0.66).
+# 0.24, C 0.01 0.32; a token head over the same states 0.32; character n-grams 0.66). English uses
+# the same settings, not re-tuned (held-out FPR 0.098 at recall 0.90, MiniLM + n-grams 0.47;
+# HateCheck weight 1-2 or C 0.01 called 1-4 more silver dev posts hateful at FPR 0.11-0.15;
+# adding the MiniLM vector or averaging with the linear gate called none more).
 STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 64}
 STATES_C = 0.001
 HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations, quotes and neutral mentions
 
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
-               max_fpr: float = 0.15, english: str = "linear", chinese: str = "states") -> HateGate:
+               max_fpr: float = 0.15, english: str = "states", chinese: str = "states") -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
     is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
     HateCheck dev (a template never sits in train and test of the same fold); `sure`, above
     which the LLM cannot veto, is the lowest score that held-out non-hateful cases reach at
-    most `max_fpr` of the time. `english`: "head" (token head, gate_head.py) or "linear";
-    `chinese`: "states" (the chat model's states; a linear fallback is trained too) or "linear"."""
+    most `max_fpr` of the time. Each language's kind: "states" (the chat model's states; a linear
+    fallback is trained too), "linear", or (English) "head" (token head, gate_head.py)."""
     from rebuttal.learned import datasets
 
     root = Path(root)
     gates, fallbacks, info = {}, {}, {}
     builders = {"linear": _linear_gate, "head": _head_gate, "states": _states_gate}
     for lang, kind in (("en", english), ("zh", chinese)):
-        corpus = datasets.gate_corpus(root, lang, **({"per_source": HEAD_PER_SOURCE} if kind == "head" else {}))
+        corpus = datasets.gate_corpus(root, lang, **_corpus_sample(lang, kind))
         hatecheck = datasets.hatecheck(root, lang)
         gates[lang], info[lang] = _calibrated(builders[kind], corpus, hatecheck, lang, c, recall_target, max_fpr)
         info[lang]["sources"] = dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck))
@@ -136,6 +143,12 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
     gate.save(out / "gate.npz")
     (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
     return gate
+
+
+def _corpus_sample(lang: str, kind: str) -> dict:
+    if kind == "head":
+        return {"per_source": HEAD_PER_SOURCE}
+    return {"per_source": EN_STATES_PER_SOURCE} if (lang, kind) == ("en", "states") else {}
 
 
 def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr) -> tuple[LanguageGate, dict]:
@@ -190,9 +203,32 @@ def _head_gate(corpus, hatecheck, lang, c):
     return gate, held_out
 
 
+def cached_pooled_states(spec: dict, texts: list[str], chunk: int = 200) -> np.ndarray:
+    """`pooled_states` of the reader `spec` names, kept by text in <cache>/gate-states/: training
+    reads thousands of texts through half the chat model (0.2-0.4 s each), and training again
+    (another recall target, another language's gate) should not read them twice."""
+    from rebuttal.config import cache_dir
+    from rebuttal.llm.states import text_key
+
+    folder = cache_dir() / "gate-states" / "{model}-l{layers}-t{max_tokens}".format(**spec)
+    folder.mkdir(parents=True, exist_ok=True)
+    known: dict[str, np.ndarray] = {}
+    for shard in sorted(folder.glob("shard-*.npz")):
+        with np.load(shard) as data:
+            known.update(zip(map(str, data["keys"]), data["features"]))
+    missing = list(dict.fromkeys(t for t in texts if text_key(t) not in known))
+    for start in range(0, len(missing), chunk):  # a shard per chunk: an interrupted training resumes
+        part = missing[start:start + chunk]
+        features = pooled_states(shared_reader(**spec), part)
+        keys = [text_key(t) for t in part]
+        np.savez(folder / f"shard-{len(known):07d}-{keys[0][:8]}.npz", keys=np.array(keys), features=features)
+        known.update(zip(keys, features))
+    return np.stack([known[text_key(t)] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
 def _states_gate(corpus, hatecheck, lang, c):
     rows = corpus + hatecheck
-    features = pooled_states(shared_reader(**STATES), [r.text for r in rows])
+    features = cached_pooled_states(STATES, [r.text for r in rows])
     labels = np.array([r.hateful for r in rows])
     weights = np.where(np.arange(len(rows)) >= len(corpus), HATECHECK_WEIGHT, 1.0)
 
@@ -232,7 +268,8 @@ def gate_card(gate: HateGate) -> str:
     for lang, info in gate.meta["languages"].items():
         states = info.get("states")
         read = f" of {states['model']} after {states['layers']} layers, first {states['max_tokens']} tokens" if states else ""
-        fallback = (" (fallback when that model is not installed: logistic regression on character n-grams, "
+        grams = "MiniLM vectors + word n-grams" if lang == "en" else "character n-grams"
+        fallback = (f" (fallback when that model is not installed: logistic regression on {grams}, "
                     "flagged `gate_fallback`)") if "fallback" in info else ""
         lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}")
     lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "

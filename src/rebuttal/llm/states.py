@@ -56,13 +56,20 @@ class ContextualStates:
     def token_states(self, text: str) -> tuple[list[int], np.ndarray]:
         """The first `max_tokens` tokens of `text` and their states, (n_tokens, dim) float32."""
         with self._lock:
-            tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)[:self.max_tokens]
+            tokens = self._tokens(text.encode("utf-8"))
+            while len(tokens) > self.max_tokens:
+                # The cut text can tokenize differently at its edge (two tokens merge, or a split
+                # character is dropped): the states are those of the text the model reads.
+                tokens = self._tokens(self.llm.detokenize(tokens[:self.max_tokens]).decode("utf-8", "ignore").encode())
             if not tokens:
                 return tokens, np.zeros((0, self.dim), dtype=np.float32)
             states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
         if len(states) != len(tokens):
             raise ValueError(f"llama.cpp returned {len(states)} states for {len(tokens)} tokens")
         return tokens, states
+
+    def _tokens(self, data: bytes) -> list[int]:
+        return self.llm.tokenize(data, add_bos=False, special=False)
 
     def _compute(self, text: str) -> np.ndarray:
         out = np.zeros((len(text), self.dim), dtype=np.float32)

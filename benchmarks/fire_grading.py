@@ -1,0 +1,80 @@
+"""Blind grading of FIRE's and the baselines' replies with the reply rubric (fire.py's sheet and
+grade tables). Each grader keeps its own file of {"key", "verdict", "why"} rows; a key is bound
+to the system, the item and the reply's text, so a grade carries over to a rerun only if the
+text is unchanged, and only this code maps a key back to its system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+GRADES = Path(__file__).resolve().parent / "grades"
+# developer: the AI agent that built the checks (it read FIRE's drafts while developing them);
+# independent: a separate agent that saw only the rubric and a sheet mixing every system's replies.
+GRADERS = {"developer": "fire-dev.jsonl", "independent": "fire-dev-independent.jsonl"}
+VERDICTS = ("usable", "fixable", "unusable", "harmful")
+
+
+def blind_key(system: str, item_id: str, reply: str) -> str:
+    return hashlib.sha256(f"{system}:{item_id}:{reply}".encode()).hexdigest()[:10]
+
+
+def load_grades(grader: str) -> dict[str, dict]:
+    path = GRADES / GRADERS[grader]
+    if not path.exists():
+        return {}
+    return {g["key"]: g for g in map(json.loads, path.read_text().splitlines()) if g}
+
+
+def write_sheet(systems: dict[str, dict[str, dict]], posts: dict[str, str], grader: str, path: Path) -> int:
+    """Every reply `grader` has not graded yet, shuffled, with only a key to tell them apart."""
+    graded = load_grades(grader)
+    entries = []
+    for system, rows in systems.items():
+        for item_id, row in rows.items():
+            if row.get("reply"):
+                key = blind_key(system, item_id, row["reply"]["text"])
+                if key not in graded:
+                    entries.append({"key": key, "post": posts[item_id], "reply": row["reply"]["text"]})
+    random.Random(7).shuffle(entries)
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+    return len(entries)
+
+
+def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) -> list[str]:
+    """One row per (label, system, rows): `grader`'s verdicts on that system's replies in `rows`."""
+    grades = load_grades(grader)
+    if not grades:
+        return [f"No grades yet (benchmarks/grades/{GRADERS[grader]} is absent)."]
+    lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable per post (no reply = not usable) "
+             "| usable among status ok | off-topic or contradicting with status ok |",
+             "|---|---|" + "---|" * (len(VERDICTS) + 4)]
+    for label, system, rows in entries:
+        keys = {i: blind_key(system, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
+        graded = {i: grades[k] for i, k in keys.items() if k in grades}
+        verdicts = Counter(g["verdict"] for g in graded.values())
+        ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
+        ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
+        bad_ok = sum(any(w in g.get("why", "").lower() for w in ("off-topic", "contradict")) for g in ok.values())
+        lines.append(f"| {label} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
+                     + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
+                     f"| {ok_usable}/{len(ok)} | {bad_ok} |")
+    return lines
+
+
+def agreement(systems: dict[str, dict[str, dict]]) -> str:
+    """How often the two graders gave the same verdict on the replies both graded."""
+    first, second = load_grades("developer"), load_grades("independent")
+    pairs = [(first[k]["verdict"], second[k]["verdict"]) for name, rows in systems.items()
+             for i, r in rows.items() if r.get("reply")
+             for k in [blind_key(name, i, r["reply"]["text"])] if k in first and k in second]
+    if not pairs:
+        return "The two graders share no graded reply yet."
+    same = sum(a == b for a, b in pairs)
+    usable = sum((a == "usable") == (b == "usable") for a, b in pairs)
+    return (f"On the {len(pairs)} replies both graders graded, they gave the same verdict on {same} "
+            f"({same / len(pairs):.0%}) and agreed on usable or not on {usable} ({usable / len(pairs):.0%}).")
