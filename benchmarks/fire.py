@@ -229,7 +229,9 @@ def report(args) -> None:
               "Grader: a separate AI agent that had not seen the code, the checks or any earlier grade. It read "
               "the rubric and one shuffled sheet holding every system's replies with the systems hidden "
               "(`python benchmarks/fire.py sheet --grader independent`); no larger model or human grader was "
-              "available. The draft checks were developed by reading FIRE's drafts on the first "
+              "available. Sheets were graded as runs finished, by three instances of that agent with the same "
+              "instructions (the later two also given, in writing, the conventions the first reported for "
+              "borderline cases). The draft checks were developed by reading FIRE's drafts on the first "
               f"{DEVELOPED_ON} items, so the split below shows how they carry over.", "",
               *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()], "independent"),
               "", *grade_table(split, "independent"), "",
