@@ -23,6 +23,11 @@ def blind_key(system: str, item_id: str, reply: str) -> str:
     return hashlib.sha256(f"{system}:{item_id}:{reply}".encode()).hexdigest()[:10]
 
 
+def reply_keys(system: str, rows: dict[str, dict]) -> dict[str, str]:
+    """Item id -> blind key, for the rows that hold a reply."""
+    return {i: blind_key(system, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
+
+
 def load_grades(grader: str) -> dict[str, dict]:
     path = GRADES / GRADERS[grader]
     if not path.exists():
@@ -35,11 +40,9 @@ def write_sheet(systems: dict[str, dict[str, dict]], posts: dict[str, str], grad
     graded = load_grades(grader)
     entries = []
     for system, rows in systems.items():
-        for item_id, row in rows.items():
-            if row.get("reply"):
-                key = blind_key(system, item_id, row["reply"]["text"])
-                if key not in graded:
-                    entries.append({"key": key, "post": posts[item_id], "reply": row["reply"]["text"]})
+        for item_id, key in reply_keys(system, rows).items():
+            if key not in graded:
+                entries.append({"key": key, "post": posts[item_id], "reply": rows[item_id]["reply"]["text"]})
     random.Random(7).shuffle(entries)
     path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
     return len(entries)
@@ -54,8 +57,7 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
              "| usable among status ok | off-topic or contradicting with status ok |",
              "|---|---|" + "---|" * (len(VERDICTS) + 4)]
     for label, system, rows in entries:
-        keys = {i: blind_key(system, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
-        graded = {i: grades[k] for i, k in keys.items() if k in grades}
+        graded = {i: grades[k] for i, k in reply_keys(system, rows).items() if k in grades}
         verdicts = Counter(g["verdict"] for g in graded.values())
         ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
         ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
@@ -70,8 +72,7 @@ def agreement(systems: dict[str, dict[str, dict]]) -> str:
     """How often the two graders gave the same verdict on the replies both graded."""
     first, second = load_grades("developer"), load_grades("independent")
     pairs = [(first[k]["verdict"], second[k]["verdict"]) for name, rows in systems.items()
-             for i, r in rows.items() if r.get("reply")
-             for k in [blind_key(name, i, r["reply"]["text"])] if k in first and k in second]
+             for k in reply_keys(name, rows).values() if k in first and k in second]
     if not pairs:
         return "The two graders share no graded reply yet."
     same = sum(a == b for a, b in pairs)

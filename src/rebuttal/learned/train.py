@@ -221,7 +221,10 @@ def cached_pooled_states(spec: dict, texts: list[str], chunk: int = 200) -> np.n
         part = missing[start:start + chunk]
         features = pooled_states(shared_reader(**spec), part)
         keys = [text_key(t) for t in part]
-        np.savez(folder / f"shard-{len(known):07d}-{keys[0][:8]}.npz", keys=np.array(keys), features=features)
+        # Written under a name the loader skips, then renamed: an interrupted write leaves no broken shard.
+        writing = folder / f".writing-{keys[0][:8]}.npz"
+        np.savez(writing, keys=np.array(keys), features=features)
+        writing.replace(folder / f"shard-{len(known):07d}-{keys[0][:8]}.npz")
         known.update(zip(keys, features))
     return np.stack([known[text_key(t)] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
