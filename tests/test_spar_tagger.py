@@ -124,6 +124,43 @@ def test_tiny_char_tagger_learns_and_every_span_is_a_substring(tiny_tagger):
     assert TaggerParser(tiny_tagger).parse("", lang="en").status == "error"
 
 
+def test_an_ensemble_averages_members_trained_from_other_seeds(tiny_tagger, tmp_path):
+    """Members trained alike with other init seeds join into one tagger whose heads are the
+    normalised geometric mean of theirs; it saves, loads and parses like any tagger."""
+    import math
+
+    from rebuttal.spar.commands import spar_app
+    from rebuttal.spar.tagger.core import load_tagger
+    from rebuttal.spar.tagger.train import TrainSettings, train_tagger
+
+    gold = tiny_tagger / "gold.jsonl"
+    settings = TrainSettings(track="en-main", kind="char", epochs=3, dev_size=5, val_size=5, batch_size=8, init_seed=7)
+    train_tagger(gold, tmp_path / "m1", settings, log=lambda _: None)
+    first, second = load_tagger(tiny_tagger / "en-main"), load_tagger(tmp_path / "m1")
+    assert second.meta["training"]["init_seed"] == 7 and first.meta["training"]["init_seed"] == settings.seed
+    joined = CliRunner().invoke(spar_app, ["ensemble", str(tiny_tagger / "en-main"), str(tmp_path / "m1"),
+                                           "--data", str(gold), "--out", str(tmp_path / "both")])
+    assert joined.exit_code == 0, joined.output
+    both = load_tagger(tmp_path / "both")
+    assert json.loads((tmp_path / "both" / "config.json").read_text())["members"] == 2
+    text = POSTS[1][0]
+    p1, p2, pb = (t.probabilities([text])[0][1]["argument"] for t in (first, second, both))
+    for r1, r2, rb in zip(p1, p2, pb):
+        geo = [math.sqrt(a * b) for a, b in zip(r1, r2)]
+        assert rb == pytest.approx([g / sum(geo) for g in geo], abs=1e-3)
+    assert all(t.argument in text for t in both.predict([text])[0])
+    card = (tmp_path / "both" / "MODEL_CARD.md").read_text()
+    assert "an ensemble of 2 members" in card and "--epochs 3 --init-seed 7 --out member1" in card
+    assert "rebuttal spar ensemble member0 member1" in card
+    other = tmp_path / "other.jsonl"
+    write_tbo(other, repeat=13)  # another file: another validation split
+    wrong = CliRunner().invoke(spar_app, ["ensemble", str(tiny_tagger / "en-main"), str(tmp_path / "m1"),
+                                          "--data", str(other), "--out", str(tmp_path / "bad")])
+    assert wrong.exit_code == 2 and "validation split differs" in wrong.output
+    alone = CliRunner().invoke(spar_app, ["ensemble", str(tmp_path / "m1"), "--data", str(gold), "--out", str(tmp_path / "x")])
+    assert alone.exit_code == 2 and "at least two" in alone.output
+
+
 def test_run_batch_with_spar_tagger(tiny_tagger, tmp_path):
     from rebuttal.llm import ModelSettings
     from rebuttal.spar.batch import run_spar_batch

@@ -107,6 +107,8 @@ def train_command(
     dev_size: Annotated[int, typer.Option("--dev-size", help="Posts held out for evaluation.")] = 300,
     val_size: Annotated[int, typer.Option("--val-size", help="Posts held out to choose the epoch.")] = 250,
     seed: Annotated[int | None, typer.Option("--seed", help="Split seed (default: the project's fixed seed).")] = None,
+    init_seed: Annotated[int | None, typer.Option("--init-seed", help="Seed of the weights and batch order "
+                                                 "(default: the split seed); ensemble members differ here.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="Torch CPU threads.")] = 1,
 ) -> None:
     """Train the span tagger on a gold file; `rebuttal run --system spar-tagger` then uses it."""
@@ -118,7 +120,7 @@ def train_command(
     try:
         settings = TrainSettings(track=Track(track).value, kind=kind, encoder=encoder, bigrams=bigrams, words=words,
                                  lexicon=lexicon, epochs=epochs, dev_size=dev_size, val_size=val_size,
-                                 seed=SPLIT_SEED if seed is None else seed, threads=threads)
+                                 seed=SPLIT_SEED if seed is None else seed, init_seed=init_seed, threads=threads)
         settings.vectors = _gguf(vectors, "--vectors") if settings.kind == "char" else None
         if settings.kind == "char" and _gguf(context, "--context"):
             settings.context, settings.context_layers = context, context_layers
@@ -126,5 +128,23 @@ def train_command(
                 Path(context).stem + (f".first{context_layers}" if context_layers else ""))
         train_tagger(data, out or default_root() / Track(track).value, settings, log=typer.echo)
     except (GoldFormatError, LexiconError, MissingTorch, ModelRegistryError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@spar_app.command("ensemble")
+def ensemble_command(
+    folders: Annotated[list[Path], typer.Argument(help="Tagger folders trained alike with different --init-seed.")],
+    data: Annotated[Path, typer.Option("--data", help="The gold file they were trained on (for the validation split).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the ensemble's weights and model card.")],
+) -> None:
+    """Join taggers trained alike into one that averages them (decoding chosen again on validation)."""
+    from rebuttal.optional import MissingBackend as MissingTorch
+    from rebuttal.spar.gold import GoldFormatError
+    from rebuttal.spar.tagger.train import ensemble_taggers
+
+    try:
+        ensemble_taggers(folders, data, out, log=typer.echo)
+    except (GoldFormatError, MissingTorch, ModelRegistryError, ValueError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -41,7 +41,7 @@ def _options(config: dict) -> str:
             if config["featurizer"].get("context_layers"):
                 parts.append(f"--context-layers {config['featurizer']['context_layers']}")
     epochs = config.get("training", {}).get("epochs")
-    if epochs:
+    if epochs and not config.get("ensemble"):  # an ensemble's members give their own
         parts.append(f"--epochs {epochs}")
     return "".join(" " + p for p in parts)
 
@@ -58,6 +58,30 @@ def _init_lines(init: dict | None, context: str | None, layers: int | None = Non
     return lines + [f"- start vectors: {init['chars']} characters and {init['bigrams']} character pairs from the input "
             f"token embeddings of {init['vectors_from']} ({init['width']} wide, PCA-reduced, then trained). "
             "Qwen2.5-Coder-1.5B-Instruct is Apache-2.0; the data's licence below is the binding one."]
+
+
+def _ensemble_lines(ensemble: dict | None) -> list[str]:
+    if not ensemble:
+        return []
+    members = "; ".join(f"init seed {m['init_seed']}: best epoch {m['best_epoch']}/{m['epochs']}, "
+                        f"validation {m['val_f1']} (decoded {m['val_decode_score']})" for m in ensemble["members"])
+    return [f"- an ensemble of {len(ensemble['members'])} members trained like the first (above) from different "
+            f"init seeds (weights and batch order), read as the mean of their log-probabilities: {members}",
+            f"- the ensemble's validation score, decoded: {ensemble['val_score']}"]
+
+
+def _retrain_lines(config: dict) -> list[str]:
+    train = f"rebuttal spar train --track {config['track']} --data <gold file>{_options(config)}"
+    ensemble = config.get("ensemble")
+    if not ensemble:
+        return ["- Retrain (on data you hold, or with other settings) with one command:",
+                f"  `{train} --out <folder>`", ""]
+    members = ensemble["members"]
+    return ["- Retrain (on data you hold, or with other settings): one training per member, then the ensemble:",
+            *[f"  `{train} --epochs {m['epochs']} --init-seed {m['init_seed']} --out member{k}`"
+              for k, m in enumerate(members)],
+            f"  `rebuttal spar ensemble {' '.join(f'member{k}' for k in range(len(members)))} --data <gold file> "
+            "--out <folder>`", ""]
 
 
 def write_card(folder: str | Path) -> Path:
@@ -83,16 +107,16 @@ def write_card(folder: str | Path) -> Path:
         f"(epoch choice) / {split.get('dev')} dev (held out for evaluation; ids in config.json)",
         "- nothing was chosen on any test split", "",
         "## Training",
-        f"- epochs {training.get('epochs')}, best epoch {training.get('best_epoch')}, lr {training.get('lr')}, "
+        f"- {'first member: ' if config.get('ensemble') else ''}epochs {training.get('epochs')}, best epoch {training.get('best_epoch')}, lr {training.get('lr')}, "
         f"batch {training.get('batch_size')}, {training.get('threads')} CPU thread(s), "
         f"{training.get('train_seconds')} s",
         f"- validation score at the chosen epoch: {training.get('val_f1')} "
         f"({training.get('val_metric', 'exact (target, argument, label) F1')})",
+        *_ensemble_lines(config.get("ensemble")),
         f"- decoding options chosen on validation: {config.get('decode', 'defaults')}", "",
         "## Licence and shipping",
         f"- {LICENCES[lang]}",
-        "- Retrain (on data you hold, or with other settings) with one command:",
-        f"  `rebuttal spar train --track {config['track']} --data <gold file> --out <folder>{_options(config)}`", "",
+        *_retrain_lines(config),
     ]
     scores = config.get("scores")
     if scores:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from rebuttal.llm.embeddings import minilm_path
@@ -210,6 +211,8 @@ class SpanTagger:
                   "featurizer": self.featurizer.state(), **self.meta, **(extra or {})}
         if self.kind != "minilm":
             config["char_config"] = vars(self.model.cfg)
+        if hasattr(self.model, "members"):
+            config["members"] = len(self.model.members)
         (folder / CONFIG).write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
         # Half precision halves the file; frozen parameters (MiniLM's embeddings) are the packaged
         # encoder's own and load from it, so they are not saved.
@@ -232,18 +235,22 @@ def load_tagger(folder: str | Path) -> SpanTagger:
     groups = config["groups"]
     if config["kind"] == "minilm":
         base = str(minilm_path())
-        model, featurizer = models.MiniLMTagger(base, len(groups)), PieceFeaturizer(base)
+        make = lambda: models.MiniLMTagger(base, len(groups))  # noqa: E731
+        featurizer = PieceFeaturizer(base)
     else:
-        model = models.CharTagger(models.CharConfig(**config["char_config"]))
+        make = lambda: models.CharTagger(models.CharConfig(**config["char_config"]))  # noqa: E731
         state = config["featurizer"]
         featurizer = CharFeaturizer(state["vocab"], state.get("terms", []), state.get("bigrams"),
                                     state.get("words", False), context_model=state.get("context_model"),
                                     context_layers=state.get("context_layers"), term_hashes=state.get("term_hashes"))
         if featurizer.context_model:
             featurizer.context = open_states(featurizer.context_model, layers=featurizer.context_layers)
+    members = config.get("members", 1)
+    model = models.Ensemble([make() for _ in range(members)]) if members > 1 else make()
     missing, unexpected = model.load_state_dict(torch.load(folder / WEIGHTS, map_location="cpu", weights_only=True),
                                                 strict=False)
-    if unexpected or any(not key.startswith(FROZEN) for key in missing):
+    if unexpected or any(not re.sub(r"^members\.\d+\.", "", key).startswith(FROZEN) for key in missing):
         raise ValueError(f"{folder / WEIGHTS} does not fit its config: missing {missing[:3]}, unexpected {unexpected[:3]}")
-    meta = {k: v for k, v in config.items() if k not in ("kind", "track", "groups", "featurizer", "char_config")}
+    meta = {k: v for k, v in config.items()
+            if k not in ("kind", "track", "groups", "featurizer", "char_config", "members")}
     return SpanTagger(config["kind"], config["track"], groups, model, featurizer, meta)

@@ -115,6 +115,20 @@ class CharTagger(nn.Module):
         return self.heads(states, mask)
 
 
+class Ensemble(nn.Module):
+    """Taggers trained alike from different seeds, read as one: each head gives the mean of the
+    members' log-probabilities (a softmax of it is their normalised geometric mean)."""
+
+    def __init__(self, members: list[nn.Module]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.cfg = getattr(members[0], "cfg", None)
+
+    def forward(self, *args) -> dict:
+        outputs = [member(*args) for member in self.members]
+        return {name: torch.stack([o[name].log_softmax(-1) for o in outputs]).mean(0) for name in outputs[0]}
+
+
 class MiniLMTagger(nn.Module):
     """The packaged all-MiniLM-L6-v2 transformer, fine-tuned, with the heads on its token states."""
 

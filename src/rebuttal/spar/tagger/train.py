@@ -51,6 +51,7 @@ class TrainSettings:
     dev_size: int = 300
     val_size: int = 250
     seed: int = SPLIT_SEED
+    init_seed: int | None = None  # the weights' and batch order's seed (default: `seed`); ensemble members differ here
     threads: int = 1
     max_train: int | None = None  # a smaller training set, for quick tests
     extra: dict = field(default_factory=dict)
@@ -64,6 +65,7 @@ class TrainSettings:
         self.epochs = self.epochs or defaults["epochs"]
         self.lr = self.lr or defaults["lr"]
         self.batch_size = self.batch_size or defaults["batch_size"]
+        self.init_seed = self.seed if self.init_seed is None else self.init_seed
 
 
 def group_classes(posts: list[GoldPost], track: str, min_count: int = 10) -> list[str]:
@@ -124,13 +126,13 @@ def fit(tagger: SpanTagger, train: list[GoldPost], val: list[GoldPost], s: Train
     from rebuttal.spar.tagger.models import loss
 
     torch = tagger.torch
-    torch.manual_seed(s.seed)
+    torch.manual_seed(s.init_seed)
     rows = []
     for post in train:
         feats, units, positions = tagger.featurizer.features(post.text)
         rows.append((feats, positions, L.encode(post.text, units, post.tuples, tagger.groups)))
     optimizer = _optimizer(tagger, s, torch)
-    rng = random.Random(s.seed)
+    rng = random.Random(s.init_seed)
     best, history, started = (-1.0, 0, None), [], time.perf_counter()
     for epoch in range(1, s.epochs + 1):
         tagger.model.train()
@@ -184,6 +186,7 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
     if settings.max_train:
         train = train[:settings.max_train]
     groups = group_classes(train, settings.track)
+    torch.manual_seed(settings.init_seed)
     tagger = build_tagger(settings, train, groups)
     log(f"{tagger.name}: {len(train)} train / {len(val)} validation / {len(dev)} dev posts (seed {settings.seed})")
     report = fit(tagger, train, val, settings, log)
@@ -203,9 +206,45 @@ def train_tagger(data: str | Path, out: str | Path, settings: TrainSettings,
                     if settings.kind == "char" else "all-MiniLM-L6-v2, embedding tables frozen"),
         "lexicon": settings.lexicon.name if settings.lexicon else None,
         "training": {"epochs": settings.epochs, "lr": settings.lr, "batch_size": settings.batch_size,
-                     "threads": settings.threads, **report}, **settings.extra,
+                     "threads": settings.threads, "init_seed": settings.init_seed, **report}, **settings.extra,
     }
     tagger.save(out)
     write_card(out)
     log(f"saved to {out} (validation score {report['val_f1']}, best epoch {report['best_epoch']})")
+    return tagger
+
+
+def ensemble_taggers(folders: list[str | Path], data: str | Path, out: str | Path,
+                     log: Callable[[str], None] = print) -> SpanTagger:
+    """One tagger from several trained alike (same data, split, track and features; other
+    `init_seed`s) that averages their heads; decoding is chosen again on the validation split."""
+    from rebuttal.spar.tagger.core import load_tagger
+    from rebuttal.spar.tagger.models import Ensemble
+
+    if len(folders) < 2:
+        raise ValueError("an ensemble needs at least two trained taggers")
+    taggers = [load_tagger(folder) for folder in folders]
+    first = taggers[0]
+    alike = lambda t: (t.kind, t.track, t.groups, t.featurizer.state(), t.meta.get("split"))  # noqa: E731
+    for folder, tagger in zip(folders[1:], taggers[1:]):
+        if alike(tagger) != alike(first):
+            raise ValueError(f"{folder} was not trained like {folders[0]}: data, split, track and features must match")
+    split = first.meta.get("split") or {}
+    _, val, _ = L.carve(load_gold(data), split.get("seed", SPLIT_SEED), split.get("dev", 0), split.get("val", 0))
+    if [p.id for p in val] != split.get("val_ids"):
+        raise ValueError(f"{data} is not the gold file these taggers were trained on (its validation split differs)")
+    members = [m for t in taggers for m in getattr(t.model, "members", [t.model])]
+    meta = {k: v for k, v in first.meta.items() if k != "scores"}  # the first member's scores are not the ensemble's
+    tagger = SpanTagger(first.kind, first.track, first.groups, Ensemble(members), first.featurizer, meta)
+    report = tune_decoding(tagger, val, log)
+    tagger.meta.update(decode=report["decode"], ensemble={
+        "val_score": report["val_decode_score"],
+        "members": [{"folder": Path(f).name, **{k: t.meta.get("training", {}).get(k)
+                                                for k in ("epochs", "best_epoch", "val_f1", "val_decode_score", "train_seconds")},
+                     # taggers trained before init_seed existed were seeded with the split seed
+                     "init_seed": t.meta.get("training", {}).get("init_seed", split.get("seed"))}
+                    for f, t in zip(folders, taggers)]})
+    tagger.save(out)
+    write_card(out)
+    log(f"saved a {len(members)}-member ensemble to {out} (validation score {report['val_decode_score']})")
     return tagger
