@@ -159,6 +159,9 @@ def test_an_ensemble_averages_members_trained_from_other_seeds(tiny_tagger, tmp_
     assert wrong.exit_code == 2 and "validation split differs" in wrong.output
     alone = CliRunner().invoke(spar_app, ["ensemble", str(tmp_path / "m1"), "--data", str(gold), "--out", str(tmp_path / "x")])
     assert alone.exit_code == 2 and "at least two" in alone.output
+    nested = CliRunner().invoke(spar_app, ["ensemble", str(tmp_path / "both"), str(tmp_path / "m1"),
+                                           "--data", str(gold), "--out", str(tmp_path / "y")])
+    assert nested.exit_code == 2 and "an ensemble already" in nested.output
 
 
 def test_run_batch_with_spar_tagger(tiny_tagger, tmp_path):

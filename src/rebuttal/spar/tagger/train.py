@@ -233,18 +233,24 @@ def ensemble_taggers(folders: list[str | Path], data: str | Path, out: str | Pat
     _, val, _ = L.carve(load_gold(data), split.get("seed", SPLIT_SEED), split.get("dev", 0), split.get("val", 0))
     if [p.id for p in val] != split.get("val_ids"):
         raise ValueError(f"{data} is not the gold file these taggers were trained on (its validation split differs)")
-    members = [m for t in taggers for m in getattr(t.model, "members", [t.model])]
+    if any(hasattr(t.model, "members") for t in taggers):
+        raise ValueError("join single taggers: one of these folders holds an ensemble already")
     meta = {k: v for k, v in first.meta.items() if k != "scores"}  # the first member's scores are not the ensemble's
-    tagger = SpanTagger(first.kind, first.track, first.groups, Ensemble(members), first.featurizer, meta)
+    tagger = SpanTagger(first.kind, first.track, first.groups, Ensemble([t.model for t in taggers]),
+                        first.featurizer, meta)
     report = tune_decoding(tagger, val, log)
     tagger.meta.update(decode=report["decode"], ensemble={
         "val_score": report["val_decode_score"],
-        "members": [{"folder": Path(f).name, **{k: t.meta.get("training", {}).get(k)
-                                                for k in ("epochs", "best_epoch", "val_f1", "val_decode_score", "train_seconds")},
-                     # taggers trained before init_seed existed were seeded with the split seed
-                     "init_seed": t.meta.get("training", {}).get("init_seed", split.get("seed"))}
-                    for f, t in zip(folders, taggers)]})
+        "members": [_member_summary(folder, t, split.get("seed")) for folder, t in zip(folders, taggers)]})
     tagger.save(out)
     write_card(out)
-    log(f"saved a {len(members)}-member ensemble to {out} (validation score {report['val_decode_score']})")
+    log(f"saved a {len(taggers)}-member ensemble to {out} (validation score {report['val_decode_score']})")
     return tagger
+
+
+def _member_summary(folder: str | Path, tagger: SpanTagger, split_seed: int | None) -> dict:
+    training = tagger.meta.get("training", {})
+    return {"folder": Path(folder).name,
+            **{k: training.get(k) for k in ("epochs", "best_epoch", "val_f1", "val_decode_score", "train_seconds")},
+            # taggers trained before init_seed existed were seeded with the split seed
+            "init_seed": training.get("init_seed", split_seed)}
