@@ -32,17 +32,30 @@ class ContextualStates:
         self.path, self.threads, self.max_tokens = Path(gguf_path), threads, max_tokens
         self._llm = None
         self._lock = threading.Lock()  # one llama.cpp context: one forward pass at a time
+        self._load_lock = threading.Lock()
         self.cache = StateCache(cache, source=self.path.name) if cache else None
-        self.dim = (self.cache.dim if self.cache is not None else 0) or self.llm.n_embd()  # a full cache spares the model
+        self._dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        """Read when first needed, so opening a reader loads no model (a tagger's ensemble members
+        each hold one); a filled cache knows it and spares the model altogether."""
+        if self._dim is None:
+            self._dim = (self.cache.dim if self.cache is not None else 0) or self.llm.n_embd()
+        return self._dim
 
     @property
     def llm(self):
-        if self._llm is None:  # not loaded when the cache holds every post asked for
-            llama_cpp = require("llama_cpp", "llama")
-            n = self.max_tokens
-            self._llm = llama_cpp.Llama(str(self.path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE,
-                                        n_ctx=n, n_batch=n, n_ubatch=n, n_threads=self.threads, verbose=False)
+        with self._load_lock:  # loaded once, even when two threads ask first at the same time
+            if self._llm is None:  # not loaded when the cache holds every post asked for
+                self._llm = self._load()
         return self._llm
+
+    def _load(self):
+        llama_cpp = require("llama_cpp", "llama")
+        n = self.max_tokens
+        return llama_cpp.Llama(str(self.path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE,
+                               n_ctx=n, n_batch=n, n_ubatch=n, n_threads=self.threads, verbose=False)
 
     def char_states(self, text: str) -> np.ndarray:
         """(len(text), dim) float32; characters past the token limit get zeros."""

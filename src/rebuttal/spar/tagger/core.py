@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 from rebuttal.llm.embeddings import minilm_path
@@ -235,10 +236,10 @@ def load_tagger(folder: str | Path) -> SpanTagger:
     groups = config["groups"]
     if config["kind"] == "minilm":
         base = str(minilm_path())
-        make = lambda: models.MiniLMTagger(base, len(groups))  # noqa: E731
+        make = partial(models.MiniLMTagger, base, len(groups))
         featurizer = PieceFeaturizer(base)
     else:
-        make = lambda: models.CharTagger(models.CharConfig(**config["char_config"]))  # noqa: E731
+        make = partial(models.CharTagger, models.CharConfig(**config["char_config"]))
         state = config["featurizer"]
         featurizer = CharFeaturizer(state["vocab"], state.get("terms", []), state.get("bigrams"),
                                     state.get("words", False), context_model=state.get("context_model"),

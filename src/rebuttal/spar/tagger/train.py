@@ -224,6 +224,8 @@ def ensemble_taggers(folders: list[str | Path], data: str | Path, out: str | Pat
     if len(folders) < 2:
         raise ValueError("an ensemble needs at least two trained taggers")
     taggers = [load_tagger(folder) for folder in folders]
+    if any(hasattr(t.model, "members") for t in taggers):
+        raise ValueError("join single taggers: one of these folders holds an ensemble already")
     first = taggers[0]
     alike = lambda t: (t.kind, t.track, t.groups, t.featurizer.state(), t.meta.get("split"))  # noqa: E731
     for folder, tagger in zip(folders[1:], taggers[1:]):
@@ -233,8 +235,6 @@ def ensemble_taggers(folders: list[str | Path], data: str | Path, out: str | Pat
     _, val, _ = L.carve(load_gold(data), split.get("seed", SPLIT_SEED), split.get("dev", 0), split.get("val", 0))
     if [p.id for p in val] != split.get("val_ids"):
         raise ValueError(f"{data} is not the gold file these taggers were trained on (its validation split differs)")
-    if any(hasattr(t.model, "members") for t in taggers):
-        raise ValueError("join single taggers: one of these folders holds an ensemble already")
     meta = {k: v for k, v in first.meta.items() if k != "scores"}  # the first member's scores are not the ensemble's
     tagger = SpanTagger(first.kind, first.track, first.groups, Ensemble([t.model for t in taggers]),
                         first.featurizer, meta)
