@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fire_grading import GRADERS, agreement, grade_table, write_sheet  # noqa: E402
+from fire_grading import GRADERS, grade_table, write_sheet  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +31,7 @@ DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
+GRADER_BRIEF = "independent-grader.md"  # what each independent grader instance is told
 # The draft checks were developed by reading FIRE's drafts on the first 40 dev items.
 DEVELOPED_ON = 40
 
@@ -95,11 +96,30 @@ def run_latency(args) -> None:
             run_fire_batch(item, LATENCY / f"{system}.jsonl", system=system, model=model, progress=False)
 
 
-def latency_table(ids: list[str]) -> list[str]:
+def answered_latency(same_items: dict[str, dict[str, dict]]) -> list[str]:
+    """Without an interleaved run: the medians over the posts every system answered, from the
+    main run (FIRE over all items, then the baselines, one after another on one machine)."""
+    answered = [{i for i, r in rows.items() if r.get("reply")} for rows in same_items.values()]
+    common = set.intersection(*answered) if answered else set()
+    if not common:
+        return ["No latency comparison yet (`python benchmarks/fire.py latency`)."]
+    median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in same_items.items()}
+    lines = ["No interleaved run on this machine yet (`python benchmarks/fire.py latency`); the medians below "
+             f"are from the main run over the {len(common)} posts every system answered (FIRE's posts without a "
+             "reply, which cost it under a second, left out), the systems one after another on the same machine:", "",
+             "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
+    for name, rows in same_items.items():
+        times = [latency(rows[i]) for i in common]
+        lines.append(f"| {name} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
+    return lines + ["", f"Median latency FIRE / retrieval baseline: **{median['fire'] / median['retrieval']:.2f}** "
+                        "(target <= 1.5)."]
+
+
+def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]]) -> list[str]:
     systems = {s: results(s, ids, LATENCY) for s in ("fire", *BASELINES)}
     common = set.intersection(*(set(rows) for rows in systems.values()))
     if not common:
-        return ["No interleaved latency run yet (`python benchmarks/fire.py latency`)."]
+        return answered_latency(same_items)
     median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in systems.items()}
     lines = [f"FIRE and the baselines in turn on each of the first {len(common)} dev items, in one process "
              "(`fire.py latency`); seconds of model and pipeline time per post:", "",
@@ -112,8 +132,8 @@ def latency_table(ids: list[str]) -> list[str]:
 
 
 def sheet(args) -> None:
-    """FIRE's replies on all n items and the baselines' on the graded ones that `--grader` has
-    not graded yet; the independent grader's sheet always mixes all three systems."""
+    """The replies `--grader` has not graded yet, shuffled together: FIRE's on all n items, the
+    baselines' on the graded ones."""
     rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
     systems = {"fire": results(fire_rows(args), ids), **{s: results(s, ids[: args.graded]) for s in BASELINES}}
@@ -222,26 +242,19 @@ def report(args) -> None:
               f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "", *system_table(same_items, gold), "",
               "Each system's rows come from its latest run; `fire.py run` reruns only what is missing, so these "
               "latencies may come from different days beside different jobs. The latency target is read from the "
-              "interleaved run below.", "",
+              "section below.", "",
               "## Latency: the three systems in turn on the same items", "",
-              *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids)), "",
+              *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids, same_items)), "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
-              "Grader: a separate AI agent that had not seen the code, the checks or any earlier grade. It read "
-              "the rubric and one shuffled sheet holding every system's replies with the systems hidden "
-              "(`python benchmarks/fire.py sheet --grader independent`); no larger model or human grader was "
-              "available. Sheets were graded as runs finished, by three instances of that agent with the same "
-              "instructions (the later two also given, in writing, the conventions the first reported for "
-              "borderline cases). The draft checks were developed by reading FIRE's drafts on the first "
+              "Grader: fresh instances of an AI agent that had not seen the code, the checks or any other grade, "
+              f"each given the rubric, the brief in benchmarks/grades/{GRADER_BRIEF} and one shuffled sheet with "
+              "the systems hidden (`python benchmarks/fire.py sheet --grader independent`); no larger model or "
+              "human grader was available. Sheets were graded as runs finished (FIRE's replies first, then the "
+              "baselines'), so one sheet mostly held one system's replies; a reply whose text is unchanged keeps "
+              "its grade from an earlier run. The draft checks were developed by reading FIRE's drafts on the first "
               f"{DEVELOPED_ON} items, so the split below shows how they carry over.", "",
               *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()], "independent"),
               "", *grade_table(split, "independent"), "",
-              "## Blind grade by the developer", "",
-              "Grader: the developer, an AI coding agent, from shuffled sheets that hide the system. Not "
-              "independent: it built the checks by reading FIRE's drafts, and when only FIRE's replies changed "
-              "since the last grade the sheet held only FIRE's, so it knew which system it graded. It graded "
-              f"the baselines on the first {DEVELOPED_ON} items only.", "",
-              *grade_table([s for s in split if s[1] == "fire" or s[0].endswith(f"first {DEVELOPED_ON}")], "developer"),
-              "", agreement(same_items), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",
               "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
               "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",

@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 GRADES = Path(__file__).resolve().parent / "grades"
-# developer: the AI agent that built the checks (it read FIRE's drafts while developing them);
-# independent: a separate agent that saw only the rubric and a sheet mixing every system's replies.
-GRADERS = {"developer": "fire-dev.jsonl", "independent": "fire-dev-independent.jsonl"}
+# independent: fresh instances of an AI agent that never saw the code or the checks, each given the
+# rubric, the brief in independent-grader.md and one shuffled sheet with the systems hidden.
+GRADERS = {"independent": "fire-dev-independent.jsonl"}
 VERDICTS = ("usable", "fixable", "unusable", "harmful")
 
 
@@ -66,16 +66,3 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
                      + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
                      f"| {ok_usable}/{len(ok)} | {bad_ok} |")
     return lines
-
-
-def agreement(systems: dict[str, dict[str, dict]]) -> str:
-    """How often the two graders gave the same verdict on the replies both graded."""
-    first, second = load_grades("developer"), load_grades("independent")
-    pairs = [(first[k]["verdict"], second[k]["verdict"]) for name, rows in systems.items()
-             for k in reply_keys(name, rows).values() if k in first and k in second]
-    if not pairs:
-        return "The two graders share no graded reply yet."
-    same = sum(a == b for a, b in pairs)
-    usable = sum((a == "usable") == (b == "usable") for a, b in pairs)
-    return (f"On the {len(pairs)} replies both graders graded, they gave the same verdict on {same} "
-            f"({same / len(pairs):.0%}) and agreed on usable or not on {usable} ({usable / len(pairs):.0%}).")

@@ -215,7 +215,7 @@ def test_evidence_used_without_a_marker_is_attributed(memory):
 
 def test_uncited_evidence_is_noted_not_flagged(memory):
     # The checks keep an uncited reply free of numbers and sources, so not using evidence is allowed.
-    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": "That is not what the data show at all, please look again."}])
+    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": "That is not true: immigrants obey the law like everyone else does."}])
     result = pipeline(model, memory).respond("Immigrants are 50 percent of criminals")
     assert result.status == "ok" and result.trace.flags == [] and result.reply.cited_evidence_ids == []
     assert "the reply does not use the evidence" in result.trace.steps[-1].notes

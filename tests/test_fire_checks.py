@@ -173,3 +173,26 @@ def test_a_reason_that_only_repeats_its_claim_is_repetition():
     assert circular_reason("They are not lazy because they work hard.") is None
     assert circular_reason("Nobody should be hated because of it.") is None  # no content word given
     assert circular_reason("So drugs are sold to blacks because they are black?") is None  # rhetorical question
+
+
+def test_a_label_the_post_used_may_be_named_but_not_one_it_never_used():
+    from rebuttal.fire.sourcing import unsaid_label
+
+    assert unsaid_label("They are not vermin; they are neighbours.", "Roma are thieves.") == "vermin"
+    assert unsaid_label("You call them vermin, but they are neighbours.", "Roma are vermin.") is None
+    assert unsaid_label("Homosexuality is not a disease.", "Why don't gays try to heal?") is None  # same family
+    assert unsaid_label("New diseases emerge wherever people and animals meet.", "Chinese are filthy.") is None  # literal
+
+
+def test_research_is_allowed_only_when_it_rests_on_the_evidence():
+    from rebuttal.fire.sourcing import source_problem
+
+    post = "Immigrants never learn English."
+    claim = "Studies show most children of immigrants speak English well."
+    evidence = [EvidenceItem(id="e", text="Census figures: 90 percent of the US-born children of immigrants "
+                                           "speak English proficiently.", source="census")]
+    assert source_problem(claim, post, []).check == "sources"
+    assert source_problem(claim + " [1]", post, evidence) is None
+    assert source_problem("The census data show that 90 percent of their children speak English.", post, evidence) is None
+    assert source_problem("According to the APA, bilingual children do well.", post, evidence)  # not what [1] says
+    assert source_problem("Their children speak English like everyone else.", post, []) is None

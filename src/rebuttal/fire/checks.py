@@ -17,10 +17,10 @@ from rebuttal.fire.coherence import (
     SENTENCE, Problem, concession_problem, contradiction_problem, longest_run, meta_problem, othering_problem,
     overclaim_problem, repetition_problem, script_problem, slur_problem, truncation_problem, words,
 )
+from rebuttal.fire.sourcing import NUMBER, label_problem, source_problem
 from rebuttal.types import CheckResult, EvidenceItem
 
 CITATION = re.compile(r"\[(\d{1,2})\]")
-NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
 
 # Set by hand, not tuned: the 1.5B's off-topic replies we read sat well below it. In the silver
@@ -210,7 +210,7 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 
 # ------------------------------------------------------------------ all checks
 
-CHECKS = ("citations", "numbers", "restatement", "contradiction", "concession", "overclaim", "othering",
+CHECKS = ("citations", "numbers", "sources", "restatement", "contradiction", "concession", "overclaim", "othering",
           "slur", "meta", "repetition", "truncation", "script", "faithfulness", "relevance")
 
 
@@ -222,6 +222,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
     found = {
         "citations": citation_problem(text, evidence),
         "numbers": number_problem(text, post, evidence),
+        "sources": source_problem(text, post, evidence),
         "restatement": restatement_problem(text, post),
         "contradiction": contradiction_problem(text),
         "concession": concession_problem(text),
@@ -232,7 +233,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),
         "script": script_problem(text, post),
-        "faithfulness": attribution_problem(text, post),
+        "faithfulness": attribution_problem(text, post) or label_problem(text, post),
         "relevance": relevance,
     }
     if not relevance_ran:

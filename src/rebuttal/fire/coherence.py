@@ -84,6 +84,9 @@ def concession_problem(text: str) -> Problem | None:
 # silver dev ("Muslims have lived in Britain for centuries without experiencing any form of
 # racial hate").
 OVERCLAIM = re.compile(r"\bhave\s+(?:always|never)\s+(?:been|sought|done|committed|had|supported)\b"
+                       r"|\balways\s+(?:acted|behaved|treated|shown|respected)\b"
+                       # migrants do not hold citizens' rights (graded harmful on silver dev, 4 drafts)
+                       r"|\bsame\s+(?:\w+\s+){0,3}(?:rights|protections|benefits)\s+(?:\w+\s+){0,3}as\s+(?:\w+\s+)?citizens\b"
                        r"|\bnever\s+been\s+involved\b"
                        r"|\bwithout\s+(?:\w+\s+){0,2}any\s+(?:form|kind|type|sort)\s+of\b", re.IGNORECASE)
 
@@ -105,7 +108,8 @@ OTHERING = re.compile(
     r"|non-?\w+|everyone|ordinary|normal)"
     r"|\ba\s+distinct\s+(?:\w+\s+)?(?:group|people|race|species|community|population)\b"
     r"|\b(?:are|is)\s+(?:not|nothing)\s+like\s+(?:us|the\s+rest|other\s+people|anyone\s+else)\b"
-    r"|\bmakes?\s+them\s+(?:different|distinct)\b",
+    r"|\bmakes?\s+them\s+(?:different|distinct)\b"
+    r"|\b(?:inferior|superior|equal|similar|compared)\s+to\s+humans\b|\bthan\s+humans\b",
     re.IGNORECASE,
 )
 
@@ -148,7 +152,8 @@ META = re.compile(
     r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
     r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
     r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
-    r"|\b(?:the\s+author's|your)\s+tone\b",
+    r"|\b(?:the\s+author's|your)\s+tone\b"
+    r"|\b(?:the|this|that)\s+speaker\b|\bfeel\s+free\s+to\b|\bcheckable\b",
     re.IGNORECASE,
 )
 
