@@ -229,9 +229,11 @@ def report(args) -> None:
     fire_all = results(fire_rows(args), ids)
     defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
     same_items = {"fire": only(fire_all, graded_ids), **{s: results(s, graded_ids) for s in BASELINES}}
-    rest = len(graded_ids) - DEVELOPED_ON
-    split = [(f"{name}, {part}", name, only(system_rows, chosen)) for name, system_rows in same_items.items()
-             for part, chosen in ((f"first {DEVELOPED_ON}", developed), (f"the other {rest}", set(graded_ids) - developed))]
+    # FIRE over all its items, the baselines over theirs, each on the posts the checks were built on and the rest
+    parts = ((f"first {DEVELOPED_ON}", developed), (f"the other {len(ids) - DEVELOPED_ON}", set(ids) - developed))
+    split = [(f"{name}, {part}", name, only(system_rows, chosen))
+             for name, system_rows in {**same_items, "fire": fire_all}.items() for part, chosen in parts
+             if only(system_rows, chosen)]
     lines = header("FIRE drafts on silver dev", split=f"silver dev round 1 (first {args.n} items for FIRE, the first "
                    f"{args.graded} for the baselines); settings were chosen on dev and on train cross-validation, so "
                    "these are dev numbers, not test numbers",
