@@ -96,19 +96,11 @@ def run_latency(args) -> None:
             run_fire_batch(item, LATENCY / f"{system}.jsonl", system=system, model=model, progress=False)
 
 
-def answered_latency(same_items: dict[str, dict[str, dict]]) -> list[str]:
-    """Without an interleaved run: the medians over the posts every system answered, from the
-    main run (FIRE over all items, then the baselines, one after another on one machine)."""
-    answered = [{i for i, r in rows.items() if r.get("reply")} for rows in same_items.values()]
-    common = set.intersection(*answered) if answered else set()
-    if not common:
-        return ["No latency comparison yet (`python benchmarks/fire.py latency`)."]
-    median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in same_items.items()}
-    lines = ["No interleaved run on this machine yet (`python benchmarks/fire.py latency`); the medians below "
-             f"are from the main run over the {len(common)} posts every system answered (FIRE's posts without a "
-             "reply, which cost it under a second, left out), the systems one after another on the same machine:", "",
-             "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
-    for name, rows in same_items.items():
+def median_table(systems: dict[str, dict[str, dict]], common: set[str], intro: str) -> list[str]:
+    """p50/p90 seconds of each system over the same items, and FIRE's median over the retrieval baseline's."""
+    median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in systems.items()}
+    lines = [intro, "", "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
+    for name, rows in systems.items():
         times = [latency(rows[i]) for i in common]
         lines.append(f"| {name} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
     return lines + ["", f"Median latency FIRE / retrieval baseline: **{median['fire'] / median['retrieval']:.2f}** "
@@ -116,19 +108,20 @@ def answered_latency(same_items: dict[str, dict[str, dict]]) -> list[str]:
 
 
 def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]]) -> list[str]:
+    """From the interleaved run if there is one; otherwise over the posts every system answered in
+    the main run (FIRE over all items, then the baselines, one after another on one machine)."""
     systems = {s: results(s, ids, LATENCY) for s in ("fire", *BASELINES)}
     common = set.intersection(*(set(rows) for rows in systems.values()))
-    if not common:
-        return answered_latency(same_items)
-    median = {s: percentile([latency(rows[i]) for i in common], 0.5) for s, rows in systems.items()}
-    lines = [f"FIRE and the baselines in turn on each of the first {len(common)} dev items, in one process "
-             "(`fire.py latency`); seconds of model and pipeline time per post:", "",
-             "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
-    for name, rows in systems.items():
-        times = [latency(rows[i]) for i in common]
-        lines.append(f"| {name} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
-    return lines + ["", f"Median latency FIRE / retrieval baseline: **{median['fire'] / median['retrieval']:.2f}** "
-                        "(target <= 1.5)."]
+    if common:
+        return median_table(systems, common, f"FIRE and the baselines in turn on each of the first {len(common)} dev "
+                            "items, in one process (`fire.py latency`); seconds of model and pipeline time per post:")
+    answered = set.intersection(*({i for i, r in rows.items() if r.get("reply")} for rows in same_items.values()))
+    if not answered:
+        return ["No latency comparison yet (`python benchmarks/fire.py latency`)."]
+    return median_table(same_items, answered, "No interleaved run on this machine yet (`python benchmarks/fire.py "
+                        f"latency`); the medians below are from the main run over the {len(answered)} posts every "
+                        "system answered (FIRE's posts without a reply, which cost it under a second, left out), the "
+                        "systems one after another on the same machine:")
 
 
 def sheet(args) -> None:
