@@ -17,19 +17,14 @@ from rebuttal.fire.coherence import (
     SENTENCE, Problem, concession_problem, contradiction_problem, longest_run, meta_problem, othering_problem,
     overclaim_problem, repetition_problem, script_problem, slur_problem, truncation_problem, words,
 )
-from rebuttal.fire.sourcing import NUMBER, label_problem, source_problem
+from rebuttal.fire.sourcing import CITATION, NUMBER, cited_numbers, label_problem, source_problem
 from rebuttal.types import CheckResult, EvidenceItem
 
-CITATION = re.compile(r"\[(\d{1,2})\]")
 RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
 
 # Set by hand, not tuned: the 1.5B's off-topic replies we read sat well below it. In the silver
 # dev run it failed 1 of 84 FIRE replies (benchmarks/results/fire.md).
 MIN_POST_SIMILARITY = 0.25
-
-
-def cited_numbers(text: str) -> list[int]:
-    return sorted({int(n) for n in CITATION.findall(text)})
 
 
 # ------------------------------------------------------------------ evidence and the claim
@@ -143,19 +138,6 @@ def restatement_problem(text: str, post: str) -> Problem | None:
     if not copied:
         return None
     return Problem("restatement", f'it repeats the post\'s words "{copied}"; refer to the claim without restating it')
-
-
-def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: int = 4) -> list[int]:
-    """Evidence numbers the reply draws on without citing: it repeats one of the item's numbers
-    or a run of `min_run` of its words, so a reviewer still sees where each fact came from."""
-    reply_words = words(text)
-    reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
-    used = []
-    for number, item in enumerate(evidence, 1):
-        shared = longest_run(words(item.text), reply_words)
-        if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
-            used.append(number)
-    return used
 
 
 # ------------------------------------------------------------------ faithfulness and relevance

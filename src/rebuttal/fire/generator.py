@@ -16,14 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from rebuttal.fire.checks import (
-    Problem, attributed_evidence, check_draft, cited_numbers, failures, relevance_problem,
-)
+from rebuttal.fire.checks import Problem, check_draft, failures, relevance_problem
 from rebuttal.fire.choice import prefer_second
 from rebuttal.fire.prompting import (
     Exemplar, ReplyDraft, citation_rule, clip, prompt, quote_post, render_evidence,
 )
 from rebuttal.fire.sentences import first_sentences, sentences
+from rebuttal.fire.sourcing import attributed_evidence, cited_numbers
 from rebuttal.learned.text import language
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
 from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, TraceStep

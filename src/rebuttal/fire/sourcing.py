@@ -6,7 +6,9 @@ Read blind on silver dev, two kinds of draft kept status `ok` yet could not be p
 - it leans on research nobody retrieved ("studies show ...", "according to the APA ..."): the
   1.5B model invents studies and institutions, and a moderator cannot check them.
 
-Both are small pure functions returning a `Problem` or None, run by `checks.check_draft`.
+Both are small pure functions returning a `Problem` or None, run by `checks.check_draft`. How a
+reply uses the evidence (citations, numbers, retold words) is read here too, by those checks and
+by the generator's list of the evidence a reply drew on.
 """
 
 from __future__ import annotations
@@ -69,26 +71,35 @@ SOURCE_CLAIM = re.compile(
     r"|\b(?:a|one)\s+(?:recent\s+)?(?:study|report|survey|poll)\s+(?:by|from|of|in)\b)"
     r"|\b[Aa]ccording\s+to\s+(?:the\s+|a\s+|an\s+)?[A-Z]\w*"  # a named source, not "according to them"
 )
-CITED = re.compile(r"\[\d{1,2}\]")
+CITATION = re.compile(r"\[(\d{1,2})\]")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-
-
 SHARED_TERMS = 3  # long words a reply shares with an evidence item (beyond the post's) when it retells it
 
 
+def cited_numbers(text: str) -> list[int]:
+    return sorted({int(n) for n in CITATION.findall(text)})
+
+
+def attributed_evidence(text: str, evidence: Sequence[EvidenceItem], min_run: int = 4) -> list[int]:
+    """Evidence numbers the reply draws on without citing: it repeats one of the item's numbers
+    or a run of `min_run` of its words, so a reviewer still sees where each fact came from."""
+    reply_words = words(text)
+    reply_numbers = set(NUMBER.findall(CITATION.sub(" ", text)))
+    used = []
+    for number, item in enumerate(evidence, 1):
+        shared = longest_run(words(item.text), reply_words)
+        if shared.size >= min_run or reply_numbers & set(NUMBER.findall(item.text)):
+            used.append(number)
+    return used
+
+
 def draws_on(text: str, post: str, evidence: Sequence[EvidenceItem]) -> bool:
-    """The reply cites an evidence item, repeats one of its numbers, or retells it: four of its
-    words in a row, or three of its longer words that the post does not use."""
-    if evidence and CITED.search(text):
+    """The reply cites an evidence item, repeats one of its numbers or four of its words in a row
+    (`attributed_evidence`), or retells it: three of its longer words that the post does not use."""
+    if (evidence and CITATION.search(text)) or attributed_evidence(text, evidence):
         return True
-    said, numbers = words(text), set(NUMBER.findall(CITED.sub(" ", text)))
-    terms = {w for w in said if len(w) >= 5} - set(words(post))
-    for item in evidence:
-        told = words(item.text)
-        if (longest_run(told, said).size >= 4 or numbers & set(NUMBER.findall(item.text))
-                or len(terms & set(told)) >= SHARED_TERMS):
-            return True
-    return False
+    terms = {w for w in words(text) if len(w) >= 5} - set(words(post))
+    return any(len(terms & set(words(item.text))) >= SHARED_TERMS for item in evidence)
 
 
 def source_problem(text: str, post: str, evidence: Sequence[EvidenceItem]) -> Problem | None:
