@@ -231,7 +231,7 @@ def test_search_failure_degrades_and_is_traced(memory):
 
 def test_ablations(memory):
     searcher = ListSearcher()
-    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": "That is simply not what the numbers show."}])
+    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": "That is simply not true of most people in this group, who work and pay taxes."}])
     result = pipeline(model, memory, searcher, ablations=["no-evidence"]).respond("they are 9 percent")
     assert result.system == "fire-no-evidence" and result.evidence == [] and searcher.queries == []
 

@@ -129,6 +129,20 @@ def test_concession_and_overclaim():
     assert concession_problem("While some Muslims may face discrimination, banning them is unjust.") is None
     assert overclaim_problem("Jews have always been kind to everyone.").check == "overclaim"
     assert overclaim_problem("Hate is never the answer, and people are more than a label.") is None
+    assert overclaim_problem("Islam is a religion that promotes peace and justice.").check == "overclaim"
+    # Qualified: what most of them do, not what all of them are.
+    assert overclaim_problem("The vast majority of Muslims are peaceful, like their neighbours.") is None
+    assert overclaim_problem("Most migrants are law-abiding and work hard.") is None
+
+
+def test_substance_needs_words_of_its_own():
+    from rebuttal.fire.checks import substance_problem
+
+    post = "Migrants are lazy and don't work."
+    assert substance_problem("Migrants are not lazy. They work.", post).check == "substance"
+    assert substance_problem("Most migrants work: in Britain their employment rate matches that of people born here.",
+                             post) is None
+    assert substance_problem("移民不懒。", "移民很懒。") is None  # no English words to count
 
 
 def test_restatement_needs_the_claim_not_just_the_topic():

@@ -18,6 +18,7 @@ from rebuttal.fire.coherence import (
     overclaim_problem, repetition_problem, script_problem, slur_problem, truncation_problem, words,
 )
 from rebuttal.fire.sourcing import CITATION, NUMBER, cited_numbers, label_problem, source_problem
+from rebuttal.learned.text import language
 from rebuttal.types import CheckResult, EvidenceItem
 
 RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than referring to it
@@ -85,7 +86,7 @@ def restated_run(reply: str, post: str) -> str | None:
     return copied
 
 
-GRANTED = re.compile(r"\b(?:(?:it\s+is|it's|is\s+it)\s+(?:indeed\s+)?true\s+that|while|although|though)\s+([^.;!?,]{8,200})",
+GRANTED = re.compile(r"\b(?:(?:it\s+is|it's|is\s+it)\s+(?:indeed\s+)?(?:true|a\s+fact)\s+that|while|although|though)\s+([^.;!?,]{8,200})",
                      re.IGNORECASE)
 REPORTED = re.compile(r"\b(?:some|many|people|they|others)\s+(?:may\s+|might\s+)?(?:argue|claim|say|think|believe|feel)\b",
                       re.IGNORECASE)
@@ -159,6 +160,23 @@ def content_words(text: str) -> set[str]:
     return {w.rstrip("s") for w in words(text) if w not in STOPWORDS and len(w) > 2}
 
 
+# A reply that adds almost nothing of its own ("Disabled people are not lazy. They are capable and
+# productive.") denies the post without a reason or an example: graders on silver dev marked all
+# three such kept drafts not usable. 6.8% of 8,492 human replies are this thin, mostly one-line
+# denials that the rubric's category_fit also asks to back up.
+MIN_OWN_WORDS = 4
+
+
+def substance_problem(text: str, post: str) -> Problem | None:
+    if language(text) != "en":  # content words are English words; Chinese has no word boundaries here
+        return None
+    own = content_words(text) - content_words(post)
+    if len(own) >= MIN_OWN_WORDS:
+        return None
+    return Problem("substance", "it only denies the post in the post's own words; give a reason, a fact "
+                                "from the evidence or a concrete counter-example")
+
+
 INVENTED_SOURCE = re.compile(r"\b(?:evidence|facts?|sources?|data|studies|survey)\s+(?:provided|given|cited|shown|mentioned)"
                              r"\s+(?:in|by)\s+(?:the|your)\s+(?:post|comment)\b", re.IGNORECASE)
 
@@ -193,7 +211,7 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 # ------------------------------------------------------------------ all checks
 
 CHECKS = ("citations", "numbers", "sources", "restatement", "contradiction", "concession", "overclaim", "othering",
-          "slur", "meta", "repetition", "truncation", "script", "faithfulness", "relevance")
+          "slur", "meta", "repetition", "truncation", "script", "substance", "faithfulness", "relevance")
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
@@ -215,6 +233,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),
         "script": script_problem(text, post),
+        "substance": substance_problem(text, post),
         "faithfulness": attribution_problem(text, post) or label_problem(text, post),
         "relevance": relevance,
     }

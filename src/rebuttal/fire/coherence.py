@@ -34,7 +34,10 @@ def longest_run(source: list[str], reply: list[str]):
 
 CONTRADICTION = re.compile(
     r"\bnot\s+(?:inherently|necessarily|entirely|completely|simply|just\s+an?)\b"  # half-denials: "not inherently worse"
-    r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern)"
+    r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern|perspective"
+    r"|position|stance|sentiment|feelings?)"
+    r"|\bI\s+understand\s+the\s+(?:sentiment|feeling|frustration)\s+behind\b|\bnot\s+everyone\s+is\s+created\s+equal\b"
+    r"|^\W*yes\b"  # "Yes, they should." (silver dev): agreeing with the post
     r"|\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
     r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
     r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
@@ -58,15 +61,15 @@ def contradiction_problem(text: str) -> Problem | None:
 
 CONCESSION = re.compile(
     r"\b(?:while|although|though|even\s+if)\s+(?:it\s+(?:may|might|could)\s+(?:be\s+true|seem|sound|appear)"
-    r"|there\s+(?:may|might)\s+be\s+some)"
+    r"|there\s+(?:may|might)\s+be\s+some|they\s+(?:may|might|can|could)\b)"  # "while they may steal ..."
     r"|\bit\s+(?:may|might|could)\s+(?:well\s+)?be\s+true\b"
     # "some Jews may exhibit ...", "some individuals and groups may engage ...": grants the trait
     # to part of the group; "just as capable of committing these crimes": grants the crimes
-    r"|\bsome\s+(?:of\s+them|\w+(?:\s+people|\s+and\s+\w+)?)\s+(?:may|might|do|can|could)\s+(?:not\s+)?"
+    r"|\bsome\s+(?:of\s+them|\w+(?:\s+\w+)?(?:\s+and\s+\w+)?)\s+(?:may|might|do|can|could)\s+(?:not\s+)?"
     r"(?:exhibit|be\b|have\b|commit|engage|show|behave|display|hold\s+(?:negative|harmful|extreme))"
     r"|\bcapable\s+of\s+committing\b"
     r"|\bnot\s+the\s+(?:sole|only)\s+(?:cause|reason|factor)\b"
-    r"|\bnot\s+all\s+\w+\s+(?:are|do|have|were|engage|commit)\b",
+    r"|\bnot\s+all\s+(?:\w+\s+){1,3}?(?:are|do|have|were|engage|commit)\b",  # "not all forms of feminism are"
     re.IGNORECASE,
 )
 
@@ -91,11 +94,33 @@ OVERCLAIM = re.compile(r"\bhave\s+(?:always|never)\s+(?:been|sought|done|committ
                        r"|\bwithout\s+(?:\w+\s+){0,2}any\s+(?:form|kind|type|sort)\s+of\b", re.IGNORECASE)
 
 
+# Unqualified praise of a whole group or faith, and ranking it above others: the reverse
+# generalisation graders marked fixable on silver dev ("Muslims are a peaceful and respectful
+# religion", "Islam has a rich history of peace", "more compassionate than many other groups").
+# "The vast majority of Muslims are peaceful" is a fair, qualified claim and passes.
+SWEEPING_PRAISE = re.compile(
+    r"\b(?:is|are)\s+(?:an?\s+)?(?:\w+\s+and\s+)?(?:peaceful|peace-loving|law-abiding)\b"
+    r"|\b(?:religion|faith)\s+that\s+(?:promotes|teaches|values|encourages)\s+peace\b"
+    r"|\b(?:rich|long)\s+history\s+of\s+(?:peace|peaceful|non-?violence|tolerance|harmony)"
+    r"|\bmore\s+(?:\w+\s+){1,4}than\s+(?:many\s+|most\s+)?other\s+(?:groups|people|religions|communities)\b",
+    re.IGNORECASE)
+QUALIFIER = re.compile(r"\b(?:most|majority|many|millions)\b", re.IGNORECASE)
+
+
 def overclaim_problem(text: str) -> Problem | None:
     """A sweeping counter-claim ("Muslims have always been peaceful", "never been involved in
-    terrorism") is false and easy to knock down; a moderator cannot post it."""
-    return _found(OVERCLAIM, text, "overclaim",
-                  'make no sweeping claims with "always" or "never": say what is typical or known')
+    terrorism", "Muslims are a peaceful religion") is false and easy to knock down; a moderator
+    cannot post it."""
+    found = _found(OVERCLAIM, text, "overclaim",
+                   'make no sweeping claims with "always" or "never": say what is typical or known')
+    if found:
+        return found
+    for sentence in SENTENCE.findall(text):
+        praise = SWEEPING_PRAISE.search(sentence)
+        if praise and not QUALIFIER.search(sentence[: praise.start()]):
+            return Problem("overclaim", f'it says "{praise.group(0)}" of a whole group; give a concrete '
+                                        "example or say what most of them do, not what all of them are")
+    return None
 
 
 # The reply calls the people it defends different from others: the post's premise granted (seen
@@ -109,7 +134,7 @@ OTHERING = re.compile(
     r"|\ba\s+distinct\s+(?:\w+\s+)?(?:group|people|race|species|community|population)\b"
     r"|\b(?:are|is)\s+(?:not|nothing)\s+like\s+(?:us|the\s+rest|other\s+people|anyone\s+else)\b"
     r"|\bmakes?\s+them\s+(?:different|distinct)\b"
-    r"|\b(?:inferior|superior|equal|similar|compared)\s+to\s+humans\b|\bthan\s+humans\b",
+    r"|\b(?:inferior|superior|equal|similar|compared)\s+to\s+humans\b|\bthan\s+humans\b|(?<!other\s)\bwith\s+humans\b",
     re.IGNORECASE,
 )
 
