@@ -172,4 +172,4 @@ def test_training_reads_each_text_s_states_once_across_trainings(monkeypatch, tm
     assert CountingReader.read == 2 and np.allclose(first[0], first[2]) and first[0, 0] == pytest.approx(1 / 3)
     again = train_module.cached_pooled_states(spec, ["they are kind", "others are tall"])
     assert CountingReader.read == 3 and np.allclose(again[0], first[1])
-    assert len(list((tmp_path / "gate-states" / "m-l3-t8").glob("shard-*.npz"))) == 3
+    assert len(list((tmp_path / "gate-states" / "v2-m-l3-t8").glob("shard*.npz"))) == 3

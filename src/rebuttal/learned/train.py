@@ -208,25 +208,18 @@ def cached_pooled_states(spec: dict, texts: list[str], chunk: int = 200) -> np.n
     reads thousands of texts through half the chat model (0.2-0.4 s each), and training again
     (another recall target, another language's gate) should not read them twice."""
     from rebuttal.config import cache_dir
-    from rebuttal.llm.states import text_key
+    from rebuttal.llm.states import StateCache
 
-    folder = cache_dir() / "gate-states" / "{model}-l{layers}-t{max_tokens}".format(**spec)
-    folder.mkdir(parents=True, exist_ok=True)
-    known: dict[str, np.ndarray] = {}
-    for shard in sorted(folder.glob("shard-*.npz")):
-        with np.load(shard) as data:
-            known.update(zip(map(str, data["keys"]), data["features"]))
-    missing = list(dict.fromkeys(t for t in texts if text_key(t) not in known))
+    # One pooled row per text, full precision; "v2": the shards before StateCache had another layout.
+    cache = StateCache(cache_dir() / "gate-states" / "v2-{model}-l{layers}-t{max_tokens}".format(**spec),
+                       dtype=np.float32)
+    missing = list(dict.fromkeys(t for t in texts if cache.get(t) is None))
     for start in range(0, len(missing), chunk):  # a shard per chunk: an interrupted training resumes
         part = missing[start:start + chunk]
-        features = pooled_states(shared_reader(**spec), part)
-        keys = [text_key(t) for t in part]
-        # Written under a name the loader skips, then renamed: an interrupted write leaves no broken shard.
-        writing = folder / f".writing-{keys[0][:8]}.npz"
-        np.savez(writing, keys=np.array(keys), features=features)
-        writing.replace(folder / f"shard-{len(known):07d}-{keys[0][:8]}.npz")
-        known.update(zip(keys, features))
-    return np.stack([known[text_key(t)] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+        for text, features in zip(part, pooled_states(shared_reader(**spec), part)):
+            cache.put(text, features[None])
+        cache.flush()
+    return np.stack([cache.get(t)[0] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
 def _states_gate(corpus, hatecheck, lang, c):

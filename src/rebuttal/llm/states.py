@@ -98,15 +98,16 @@ class ContextualStates:
 
 
 class StateCache:
-    """Character states by text, in `shard*.npz` files of a folder; `flush()` writes new ones.
+    """States by text (a row per character, or one pooled row), in `shard*.npz` files of a folder;
+    `flush()` writes new ones.
     Each shard names the model file (`source`) its states came from, and only that model's
     shards are read, so a folder shared by several models or layers never mixes their states
     (shards written before sources were recorded are read by any)."""
 
     SHARD = 400
 
-    def __init__(self, folder: str | Path, source: str = ""):
-        self.folder, self.source = Path(folder), source
+    def __init__(self, folder: str | Path, source: str = "", dtype=np.float16):
+        self.folder, self.source, self.dtype = Path(folder), source, dtype
         self.folder.mkdir(parents=True, exist_ok=True)
         self._states: dict[str, np.ndarray] = {}
         self._new: dict[str, np.ndarray] = {}
@@ -125,7 +126,7 @@ class StateCache:
 
     def put(self, text: str, states: np.ndarray) -> None:
         key = text_key(text)
-        self._states[key] = self._new[key] = states.astype(np.float16)
+        self._states[key] = self._new[key] = states.astype(self.dtype)
         if len(self._new) >= self.SHARD:
             self.flush()
 

@@ -212,7 +212,9 @@ class SpanTagger:
                   "featurizer": self.featurizer.state(), **self.meta, **(extra or {})}
         if self.kind != "minilm":
             config["char_config"] = vars(self.model.cfg)
-        if hasattr(self.model, "members"):
+        from rebuttal.spar.tagger.models import Ensemble
+
+        if isinstance(self.model, Ensemble):
             config["members"] = len(self.model.members)
         (folder / CONFIG).write_text(json.dumps(config, ensure_ascii=False, indent=1), encoding="utf-8")
         # Half precision halves the file; frozen parameters (MiniLM's embeddings) are the packaged

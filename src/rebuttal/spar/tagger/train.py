@@ -224,7 +224,7 @@ def ensemble_taggers(folders: list[str | Path], data: str | Path, out: str | Pat
     if len(folders) < 2:
         raise ValueError("an ensemble needs at least two trained taggers")
     taggers = [load_tagger(folder) for folder in folders]
-    if any(hasattr(t.model, "members") for t in taggers):
+    if any(isinstance(t.model, Ensemble) for t in taggers):
         raise ValueError("join single taggers: one of these folders holds an ensemble already")
     first = taggers[0]
     alike = lambda t: (t.kind, t.track, t.groups, t.featurizer.state(), t.meta.get("split"))  # noqa: E731
