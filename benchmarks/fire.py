@@ -149,18 +149,23 @@ def latency(row: dict) -> float:
     return sum(step["latency_s"] for step in row["trace"]["steps"])
 
 
+def row_evidence(row: dict) -> list:
+    """The evidence items a stored result row was given."""
+    from rebuttal.types import EvidenceItem
+
+    return [EvidenceItem(**e) for e in row.get("evidence") or []]
+
+
 def judged_checks(rows: dict[str, dict]) -> dict[str, list]:
     """Every system's final reply through the same checks (MiniLM relevance included)."""
     from rebuttal.fire.generator import DraftJudge
     from rebuttal.llm.embeddings import load_minilm
-    from rebuttal.types import EvidenceItem
 
     judge = DraftJudge(load_minilm())
     out = {}
     for item_id, row in rows.items():
         if row.get("reply"):
-            evidence = [EvidenceItem(**e) for e in row.get("evidence") or []]
-            out[item_id] = judge.judge(row["reply"]["text"], row["text"], evidence, [], None, False)
+            out[item_id] = judge.judge(row["reply"]["text"], row["text"], row_evidence(row), [], None, False)
     return out
 
 
@@ -219,11 +224,9 @@ def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
     """A baseline's rows as today's text checks see them: a row written before a check was added
     and now failing it counts as flagged (the stored file is left as it is)."""
     from rebuttal.fire.generator import reply_problems
-    from rebuttal.types import EvidenceItem
 
     def status(row: dict) -> str:
-        evidence = [EvidenceItem(**e) for e in row.get("evidence") or []]
-        failing = row["status"] == "ok" and reply_problems(row["reply"]["text"], row["text"], evidence)
+        failing = row["status"] == "ok" and reply_problems(row["reply"]["text"], row["text"], row_evidence(row))
         return "flagged" if failing else row["status"]
 
     return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
