@@ -22,7 +22,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fire_grading import GRADERS, grade_table, write_sheet  # noqa: E402
+from fire_grading import GRADERS, GRADES, grade_table, write_sheet  # noqa: E402
+from fire_rows import (drop_gate_stopped, latency, only, percentile, rechecked, results,  # noqa: E402
+                       system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +33,7 @@ DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
+DEV_REPLIES = "fire-dev-replies.jsonl"  # every graded reply's text (the draft score trains on it)
 GRADER_BRIEF = "independent-grader.md"  # what each independent grader instance is told
 # The draft checks were first developed by reading FIRE's drafts on the first 40 dev items; those
 # added on 2026-12-02 were read off an earlier run's drafts on all 106 (see the report's text).
@@ -49,18 +52,6 @@ def source_file(rows: list[dict], name: str) -> Path:
     return path
 
 
-def results(system: str, ids: list[str], folder: Path = OUT) -> dict[str, dict]:
-    path = folder / f"{system}.jsonl"
-    if not path.exists():
-        return {}
-    rows = {}
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        if row.get("id") in ids:
-            rows[row["id"]] = row
-    return rows
-
-
 def fire_rows(args) -> str:
     """The file FIRE's rows go to: best of two (not the default) keeps its own."""
     return "fire-compare" if args.compare_drafts else "fire"
@@ -75,6 +66,7 @@ def run(args) -> None:
     graded = source_file(rows[: args.graded], f"dev_{args.graded}")
     # FIRE first on the graded items, then the baselines on the same items, then FIRE on the rest.
     fire_out, settings = OUT / f"{fire_rows(args)}.jsonl", {"compare_drafts": args.compare_drafts}
+    print(f"{drop_gate_stopped(fire_out)} rows the recalibrated gate would now pass are run again")
     run_fire_batch(graded, fire_out, system="fire", model=model, **settings)
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
@@ -134,39 +126,10 @@ def sheet(args) -> None:
     baselines' on the graded ones."""
     rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
-    systems = {"fire": results(fire_rows(args), ids), **{s: results(s, ids[: args.graded]) for s in BASELINES}}
+    systems = {"fire": results(fire_rows(args), ids, OUT), **{s: results(s, ids[: args.graded], OUT) for s in BASELINES}}
     path = OUT / f"blind_sheet-{args.grader}.jsonl"
-    count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, args.grader, path)
+    count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, args.grader, path, GRADES / DEV_REPLIES)
     print(f"{count} replies without a grade from {args.grader} -> {path}")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-def latency(row: dict) -> float:
-    return sum(step["latency_s"] for step in row["trace"]["steps"])
-
-
-def row_evidence(row: dict) -> list:
-    """The evidence items a stored result row was given."""
-    from rebuttal.types import EvidenceItem
-
-    return [EvidenceItem(**e) for e in row.get("evidence") or []]
-
-
-def judged_checks(rows: dict[str, dict]) -> dict[str, list]:
-    """Every system's final reply through the same checks (MiniLM relevance included)."""
-    from rebuttal.fire.generator import DraftJudge
-    from rebuttal.llm.embeddings import load_minilm
-
-    judge = DraftJudge(load_minilm())
-    out = {}
-    for item_id, row in rows.items():
-        if row.get("reply"):
-            out[item_id] = judge.judge(row["reply"]["text"], row["text"], row_evidence(row), [], None, False)
-    return out
 
 
 def first_draft_failures(rows: dict[str, dict]) -> Counter:
@@ -177,21 +140,6 @@ def first_draft_failures(rows: dict[str, dict]) -> Counter:
         if first.startswith("draft 1: failed "):
             counts.update(first.removeprefix("draft 1: failed ").split(", "))
     return counts
-
-
-def system_table(systems: dict[str, dict[str, dict]], gold: dict[str, str]) -> list[str]:
-    lines = ["| system | items | replies | status ok | flagged | not hateful | errors | all checks pass (same judge) "
-             "| category acc. | p50 s | p90 s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, rows in systems.items():
-        statuses = Counter(r["status"] for r in rows.values())
-        checks = judged_checks(rows)
-        passing = sum(all(c.passed for c in cs) for cs in checks.values())
-        correct = sum(1 for i, r in rows.items() if r.get("analysis") and r["analysis"]["category"] == gold[i])
-        times = [latency(r) for r in rows.values() if r.get("trace")]
-        lines.append(f"| {name} | {len(rows)} | {len(checks)} | {statuses['ok']} | {statuses['flagged']} | "
-                     f"{statuses['not_hateful']} | {statuses['error']} | {passing}/{len(checks)} | "
-                     f"{correct / max(1, len(rows)):.3f} | {percentile(times, 0.5):.1f} | {percentile(times, 0.9):.1f} |")
-    return lines
 
 
 def check_table(fire: dict[str, dict]) -> list[str]:
@@ -220,30 +168,14 @@ def adapt_coverage(rows: list[dict]) -> list[str]:
             "|---|---|---|---|", f"| {len(bank)} | {cells} |"]
 
 
-def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
-    """A baseline's rows as today's text checks see them: a row written before a check was added
-    and now failing it counts as flagged (the stored file is left as it is)."""
-    from rebuttal.fire.generator import reply_problems
-
-    def status(row: dict) -> str:
-        failing = row["status"] == "ok" and reply_problems(row["reply"]["text"], row["text"], row_evidence(row))
-        return "flagged" if failing else row["status"]
-
-    return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
-
-
-def only(rows: dict[str, dict], ids) -> dict[str, dict]:
-    return {i: r for i, r in rows.items() if i in ids}
-
-
 def report(args) -> None:
     rows = dev_rows(args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
     ids = list(gold)
     graded_ids, developed = ids[: args.graded], set(ids[:DEVELOPED_ON])
-    fire_all = results(fire_rows(args), ids)
+    fire_all = rechecked(results(fire_rows(args), ids, OUT))
     defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
-    same_items = {"fire": only(fire_all, graded_ids), **{s: rechecked(results(s, graded_ids)) for s in BASELINES}}
+    same_items = {"fire": only(fire_all, graded_ids), **{s: rechecked(results(s, graded_ids, OUT)) for s in BASELINES}}
     # FIRE over all its items, the baselines over theirs, each on the posts the checks were built on and the rest
     parts = ((f"first {DEVELOPED_ON}", developed), (f"the other {len(ids) - DEVELOPED_ON}", set(ids) - developed))
     split = [(f"{name}, {part}", name, part_rows)
@@ -257,9 +189,14 @@ def report(args) -> None:
     lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
               f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "", *system_table(same_items, gold), "",
-              "A baseline's status is re-read with today's text checks (an ok reply that fails a check added "
-              "since its run counts as flagged), so ok means the same checks for every system. "
-              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing, so these "
+              "Every system's status is re-read with today's text checks and the shipped draft score (an ok reply "
+              "that fails a check added since its run, or scores below the draft score's cut, counts as flagged), "
+              "so ok means the same checks for every system. The draft score was trained on the blind grades of "
+              "these same dev replies (rebuttal/learned/data/draft_score_card.md), so its effect on ok here is "
+              "in-sample; benchmarks/results/fire_heldout.md measures it on posts it never saw. "
+              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing (and the "
+              "rows the gate stopped that today's recalibrated gate would pass: the other rows are what a rerun "
+              "would write, since the pipeline decodes greedily), so these "
               "latencies may come from different days beside different jobs. The latency target is read from the "
               "section below.", "",
               "## Latency: the three systems in turn on the same items", "",
@@ -277,6 +214,10 @@ def report(args) -> None:
               "from check development: it only shows where the first checks came from.", "",
               *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()], "independent"),
               "", *grade_table(split, "independent"), "",
+              f"FIRE on all {args.n} items, `ok` with and without the draft score (in-sample: it was trained on "
+              "these grades; out of sample in benchmarks/results/fire_heldout.md):", "",
+              *grade_table([("fire, rule checks only", "fire", results(fire_rows(args), ids, OUT)),
+                            ("fire, rule checks + draft score (shipped)", "fire", fire_all)], "independent"), "",
               "## Adapting a human reply: how often the shipped bank has one close enough", "",
               "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
               "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from rebuttal.eval.judges import JudgeWeightsError, LinearHead, StrategyJudge, ToxicityJudge
+from rebuttal.eval.judges import REBUILD, JudgeWeightsError, LinearHead, StrategyJudge, ToxicityJudge
 
 
 def test_bertscore_with_packaged_minilm():
@@ -57,7 +57,7 @@ def test_linear_head_round_trip_and_bad_file(tmp_path):
     assert loaded.version == "t.v1" and loaded.predict(np.array([[-5.0, 0.0]])) == ["non_toxic"]
     (tmp_path / "bad.npz").write_bytes(b"not an npz")
     with pytest.raises(JudgeWeightsError, match="train_judges"):
-        LinearHead.load(tmp_path / "bad.npz")
+        LinearHead.load(tmp_path / "bad.npz", REBUILD)
 
 
 def test_nli_judge_maps_labels_from_a_local_model(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from rebuttal.learned import CategoryModel, HateGate
 from rebuttal.learned.gate import LanguageGate, train_language_gate
 from rebuttal.learned.text import language
-from rebuttal.learned.train import sure_cut
+from rebuttal.learned.train import calibrate, sure_cut
 from rebuttal.types import HateType
 
 
@@ -18,6 +18,21 @@ def test_sure_cut_is_the_lowest_score_few_benign_cases_reach():
     assert sure_cut(scores, hateful, threshold=0.5, max_fpr=0.125) == 0.73  # only 0.92 left
     assert sure_cut(scores, hateful, threshold=0.5, max_fpr=0.0) == 0.93
     assert sure_cut(np.array([0.99, 0.995]), [True, False], threshold=0.5, max_fpr=0.0) == 1.01  # never
+
+
+def test_calibrate_lowers_the_threshold_only_within_the_fpr_budget():
+    # 10 hateful, 10 benign held-out scores; recall 0.9 holds down to 0.55, benign: one at 0.6, one at 0.45
+    hateful_scores = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.35]
+    benign = [0.6, 0.45, 0.3, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05, 0.05]
+    info = {"held_out_scores": hateful_scores + benign}
+    hateful = [True] * 10 + [False] * 10
+    gate = LanguageGate(np.zeros(1), 0.0, 0.5, False)
+    calibrate(gate, info, hateful, recall_target=0.9, max_fpr=0.15, fpr_budget=0.0)
+    assert gate.threshold == 0.55 and info["threshold"] == 0.55  # no budget: the recall cut
+    calibrate(gate, info, hateful, recall_target=0.9, max_fpr=0.15, fpr_budget=0.1)
+    assert gate.threshold == 0.46 and gate.sure == 0.46  # one benign case (0.6) of ten may pass
+    calibrate(gate, info, hateful, recall_target=0.5, max_fpr=0.15, fpr_budget=0.1)
+    assert gate.threshold == 0.46  # never above the recall cut (0.75 here), lowered to the budget's
 
 
 def test_gate_round_trip_keeps_sure_and_reads_gates_saved_without_it(tmp_path):

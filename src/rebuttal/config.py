@@ -25,6 +25,8 @@ read when asked for, not at import, so tests can set variables with `monkeypatch
     REBUTTAL_CATEGORY_MODEL  FIRE category model (.npz from `rebuttal learned train-category`;
                           default: the shipped one)
     REBUTTAL_GATE_MODEL   hate gate (.npz from `rebuttal learned train-gate`; default: shipped)
+    REBUTTAL_DRAFT_SCORE_MODEL  FIRE draft score (.npz from `rebuttal learned train-draft-score`;
+                          default: shipped)
     REBUTTAL_RAY_ADDRESS  Ray cluster `rebuttal run --engine ray` joins (default: Ray's own
                           RAY_ADDRESS, else a local instance is started)
     REBUTTAL_RAY_CPUS     CPUs a local Ray instance may use (default: all of the machine's)
@@ -50,6 +52,7 @@ RATE_STORE = "REBUTTAL_RATE_STORE"
 REDIS_URL = "REBUTTAL_REDIS_URL"
 CATEGORY_MODEL = "REBUTTAL_CATEGORY_MODEL"
 GATE_MODEL = "REBUTTAL_GATE_MODEL"
+DRAFT_SCORE_MODEL = "REBUTTAL_DRAFT_SCORE_MODEL"
 RAY_ADDRESS = "REBUTTAL_RAY_ADDRESS"
 RAY_CPUS = "REBUTTAL_RAY_CPUS"
 SERVER_NUMBERS = {  # environment variable -> ServerSettings field

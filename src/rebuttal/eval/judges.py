@@ -8,17 +8,17 @@ disk (it cannot be downloaded here).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel
 
 from rebuttal.eval.semantic import Encoder
+from rebuttal.learned.linear import LinearHead
+from rebuttal.learned.linear import WeightsError as JudgeWeightsError
 from rebuttal.optional import require
 
+REBUILD = "python -m rebuttal.eval.train_judges --data-dir ../shared/data"
 TOXICITY_WEIGHTS = "toxicity_minilm_lr.npz"
 STRATEGY_WEIGHTS = "strategy_minilm_lr.npz"
 
@@ -30,58 +30,6 @@ class JudgeInfo(BaseModel):
     name: str
     version: str
     details: str = ""
-
-
-class JudgeWeightsError(RuntimeError):
-    """Shipped judge weights are missing or unreadable."""
-
-
-@dataclass
-class LinearHead:
-    """Logistic regression on embeddings: p = softmax(x W^T + b) (sigmoid for two classes
-    stored as one row)."""
-
-    coef: np.ndarray  # (k, d), k = 1 for a binary head
-    intercept: np.ndarray  # (k,)
-    classes: list[str]
-    meta: dict = field(default_factory=dict)
-
-    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, len(classes)) class probabilities."""
-        logits = np.asarray(vectors, dtype=np.float64) @ self.coef.T + self.intercept
-        if self.coef.shape[0] == 1:  # binary: one logit for classes[1]
-            positive = 1.0 / (1.0 + np.exp(-logits[:, 0]))
-            return np.stack([1.0 - positive, positive], axis=1)
-        logits = logits - logits.max(axis=1, keepdims=True)
-        exp = np.exp(logits)
-        return exp / exp.sum(axis=1, keepdims=True)
-
-    def predict(self, vectors: np.ndarray) -> list[str]:
-        return [self.classes[i] for i in self.probabilities(vectors).argmax(axis=1)]
-
-    def save(self, path: str | Path) -> None:
-        np.savez_compressed(
-            path, coef=self.coef.astype(np.float32), intercept=self.intercept.astype(np.float32),
-            classes=np.array(self.classes), meta=np.array(json.dumps(self.meta, sort_keys=True)),
-        )
-
-    @classmethod
-    def load(cls, path: str | Path) -> LinearHead:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return cls(
-                    coef=data["coef"].astype(np.float64), intercept=data["intercept"].astype(np.float64),
-                    classes=[str(c) for c in data["classes"]], meta=json.loads(str(data["meta"])),
-                )
-        except (OSError, KeyError, ValueError) as exc:
-            raise JudgeWeightsError(
-                f"cannot read judge weights {path}: {exc}; rebuild them with "
-                "`python -m rebuttal.eval.train_judges --data-dir ../shared/data`"
-            ) from None
-
-    @property
-    def version(self) -> str:
-        return str(self.meta.get("version", "unversioned"))
 
 
 def shipped_weights(name: str) -> Path:
@@ -100,7 +48,7 @@ class ToxicityJudge:
     role = "toxicity"
 
     def __init__(self, head: LinearHead | None = None, encoder: Encoder | None = None):
-        self.head = head or LinearHead.load(shipped_weights(TOXICITY_WEIGHTS))
+        self.head = head or LinearHead.load(shipped_weights(TOXICITY_WEIGHTS), REBUILD)
         self._encoder = encoder
         if "toxic" not in self.head.classes:
             raise JudgeWeightsError(f"toxicity head has classes {self.head.classes}, needs 'toxic'")
@@ -159,7 +107,7 @@ class StrategyJudge:
     role = "strategy"
 
     def __init__(self, head: LinearHead | None = None, encoder: Encoder | None = None):
-        self.head = head or LinearHead.load(shipped_weights(STRATEGY_WEIGHTS))
+        self.head = head or LinearHead.load(shipped_weights(STRATEGY_WEIGHTS), REBUILD)
         self._encoder = encoder
 
     @property

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from rebuttal.config import CATEGORY_MODEL, GATE_MODEL, env
+from rebuttal.config import CATEGORY_MODEL, DRAFT_SCORE_MODEL, GATE_MODEL, env
 from rebuttal.fire.baselines import BASELINES, Baseline
 from rebuttal.fire.pipeline import FirePipeline, settings_for
 from rebuttal.llm import ChatModel, ModelSettings, load_model
@@ -22,15 +22,17 @@ def _memory(path: str | None):
 
 
 @lru_cache(maxsize=2)
-def _learned(category_path: str | None, gate_path: str | None):
-    """MiniLM, the category model and the hate gate (rebuttal.learned; shipped by default)."""
+def _learned(category_path: str | None, gate_path: str | None, draft_score_path: str | None):
+    """MiniLM, the category model, the hate gate and the draft score (rebuttal.learned; shipped by
+    default)."""
     from rebuttal.learned import CategoryModel, HateGate
     from rebuttal.learned.category import SHIPPED as SHIPPED_CATEGORY
+    from rebuttal.learned.draft_score import DraftScore
     from rebuttal.learned.gate import SHIPPED as SHIPPED_GATE
     from rebuttal.llm.embeddings import load_minilm
 
     return (load_minilm(), CategoryModel.load(category_path or SHIPPED_CATEGORY),
-            HateGate.load(gate_path or SHIPPED_GATE))
+            HateGate.load(gate_path or SHIPPED_GATE), DraftScore.load(draft_score_path))
 
 
 def build_system(
@@ -57,10 +59,10 @@ def build_system(
         from rebuttal.evidence import default_searcher
 
         searcher = default_searcher(web=web)
-    encoder, category_model, gate = _learned(env(CATEGORY_MODEL), env(GATE_MODEL))
+    encoder, category_model, gate, draft_score = _learned(env(CATEGORY_MODEL), env(GATE_MODEL), env(DRAFT_SCORE_MODEL))
     category_memory = _memory(None) if category_model.uses_memory and memory is not None else None
     return FirePipeline(model, memory, searcher, settings, encoder=encoder, category_model=category_model,
-                        gate=gate, category_memory=category_memory)
+                        gate=gate, category_memory=category_memory, draft_score=draft_score)
 
 
 @lru_cache(maxsize=2)

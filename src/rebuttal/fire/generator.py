@@ -3,7 +3,8 @@
 It sees a short system text and one message: the post, its target, the move for its category,
 evidence that fits, optionally a human reply to a similar post to adapt. Every draft goes through the
 checks in checks.py; a failed draft is regenerated with the problems stated (bounded), the best
-draft is kept and, if it still fails a check, flagged: status `ok` means every check passed.
+draft is kept and, if it still fails a check or the learned draft score (rebuttal.learned.
+draft_score) puts it below its cut, flagged: status `ok` means every check passed.
 """
 
 from __future__ import annotations
@@ -70,10 +71,23 @@ class Draft:
 
 
 class DraftJudge:
-    """Runs every check on a draft; relevance uses sentence vectors when an encoder is given."""
+    """Runs every check on a draft; relevance uses sentence vectors when an encoder is given, and
+    so does the learned draft score (`review`) when one is given."""
 
-    def __init__(self, encoder=None):
+    def __init__(self, encoder=None, draft_score=None):
         self.encoder = encoder
+        self.draft_score = draft_score if encoder is not None else None
+
+    def review(self, text: str, post: str) -> CheckResult | None:
+        """The draft score as a check on the kept draft: flags, never rewrites (English only: it
+        was trained on English replies)."""
+        if self.draft_score is None or language(post) != "en":
+            return None
+        chance, cut = float(self.draft_score.usable(self.encoder.encode([text]))[0]), self.draft_score.threshold
+        detail = f"learned draft score: chance a grader calls it usable {chance:.2f} (cut {cut:.2f})"
+        if chance < cut:
+            detail += "; read it closely: drafts scored this low were mostly vague, conceding or muddled"
+        return CheckResult(name="review_score", passed=chance >= cut, detail=detail)
 
     def judge(self, text: str, post: str, evidence: Sequence[EvidenceItem], others: Sequence[str],
               post_vector: np.ndarray | None, stopped_at_limit: bool) -> list[CheckResult]:
@@ -141,10 +155,10 @@ class Generator:
     passes too and the model prefers it in both orders (choice.py)."""
 
     def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 2,
-                 compare: bool = False):
+                 compare: bool = False, draft_score=None):
         self.model = model
         self.max_tokens = max_tokens
-        self.judge = DraftJudge(encoder)
+        self.judge = DraftJudge(encoder, draft_score)
         self.max_regenerations = max_regenerations
         self.compare = compare
 
@@ -220,13 +234,14 @@ class Generator:
                 if not failures(rival.checks) and prefer_second(
                         self.model, post, named_target(analysis.target_group), best.text, rival.text, trace):
                     best = rival
-        for failed in failures(best.checks):
+        checks = [*best.checks, *filter(None, [self.judge.review(best.text, post)])]
+        for failed in failures(checks):
             trace.flag(f"draft_{failed.name}")
         if self.judge.encoder is None:
             trace.flag("draft_relevance_unchecked")
         return Reply(text=best.text, strategy=analysis.category.strategy,
                      cited_evidence_ids=self._cited(best.text, evidence, step),
-                     checks=best.checks, drafts=len(drafts), adapted_from=adapt.id if adapt else None)
+                     checks=checks, drafts=len(drafts), adapted_from=adapt.id if adapt else None)
 
     @staticmethod
     def _cited(text: str, evidence: Sequence[EvidenceItem], step: TraceStep) -> list[str]:

@@ -75,11 +75,11 @@ def settings_for(ablations: Sequence[str] = (), **overrides) -> FireSettings:
 class FirePipeline:
     """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL.
 
-    `encoder` (MiniLM) feeds the category model, the gate, the evidence fit and the draft
-    relevance check; without it those are skipped and the result says so."""
+    `encoder` (MiniLM) feeds the category model, the gate, the evidence fit, the draft
+    relevance check and the draft score; without it those are skipped and the result says so."""
 
     def __init__(self, model: ChatModel, memory=None, searcher=None, settings: FireSettings | None = None,
-                 *, encoder=None, category_model=None, gate=None, category_memory=None):
+                 *, encoder=None, category_model=None, gate=None, category_memory=None, draft_score=None):
         self.model = model
         self.settings = settings or FireSettings()
         self.memory = memory if self.settings.use_memory else None
@@ -93,7 +93,7 @@ class FirePipeline:
             raise ValueError("the no-analyst ablation needs the category model or the memory")
         self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens, self.settings.gate_vote)
         self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations,
-                                   self.settings.compare_drafts)
+                                   self.settings.compare_drafts, draft_score)
 
     # ------------------------------------------------------------------ public API
 

@@ -1,4 +1,4 @@
-"""`rebuttal learned ...`: train the category model and the hate gate (rebuttal.learned)."""
+"""`rebuttal learned ...`: train the category model, the hate gate and the draft score (rebuttal.learned)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Small trained models: FIRE's category model and the hate gate.", no_args_is_help=True)
+app = typer.Typer(help="Small trained models: FIRE's category model, hate gate and draft score.", no_args_is_help=True)
 
 
 @app.command("train-category")
@@ -59,3 +59,49 @@ def train_gate_command(
         raise typer.Exit(2) from None
     cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in gate.gates.items()}
     typer.echo(f"gate (threshold, sure) {cuts} -> {out}")
+
+
+@app.command("calibrate-gate")
+def calibrate_gate_command(
+    gate: Annotated[Path, typer.Option("--gate", help="a gate.npz from `train-gate` (it records held-out scores)")],
+    data_root: Annotated[Path, typer.Option("--data-root", help="folder laid out as ../shared/data (HateCheck labels)")],
+    out: Annotated[Path, typer.Option("--out", help="folder for the recalibrated gate.npz and its model card")],
+    recall: Annotated[float, typer.Option(help="hateful recall the threshold keeps on HateCheck dev folds")] = 0.9,
+    max_fpr: Annotated[float, typer.Option(help="non-hateful share allowed at or above `sure`")] = 0.15,
+    fpr_budget: Annotated[float | None, typer.Option(help="the threshold is lowered while held-out non-hateful "
+                                                          "cases stay within this share (default 0.125)")] = None,
+) -> None:
+    """New cuts for a trained gate from its recorded held-out scores (seconds; no retraining)."""
+    from rebuttal.learned.train import FPR_BUDGET, recalibrate_gate
+
+    try:
+        calibrated = recalibrate_gate(gate, data_root, out, recall_target=recall, max_fpr=max_fpr,
+                                      fpr_budget=FPR_BUDGET if fpr_budget is None else fpr_budget)
+    except (FileNotFoundError, KeyError) as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in calibrated.gates.items()}
+    typer.echo(f"gate (threshold, sure) {cuts} -> {out}")
+
+
+@app.command("train-draft-score")
+def train_draft_score_command(
+    replies: Annotated[Path, typer.Option("--replies", help="graded replies' texts "
+                                                            "(benchmarks/grades/fire-dev-replies.jsonl)")],
+    grades: Annotated[Path, typer.Option("--grades", help="their blind grades "
+                                                          "(benchmarks/grades/fire-dev-independent.jsonl)")],
+    out: Annotated[Path, typer.Option("--out", help="folder for draft_score.npz and its model card")],
+    keep: Annotated[float, typer.Option(help="share of usable replies the cut passes out of fold")] = 0.75,
+) -> None:
+    """Train FIRE's draft score; REBUTTAL_DRAFT_SCORE_MODEL=OUT/draft_score.npz makes FIRE use it."""
+    from rebuttal.learned.draft_score import train_draft_score
+
+    try:
+        score = train_draft_score(replies, grades, out, keep=keep)
+    except (FileNotFoundError, ValueError) as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    meta = score.head.meta
+    typer.echo(f"out-of-fold AUC {meta['out_of_fold_auc']} on {meta['replies']} replies; cut {meta['threshold']} "
+               f"passes {meta['out_of_fold_passed_usable']:.0%} of usable, flags "
+               f"{meta['out_of_fold_flagged_not_usable']:.0%} of the rest -> {out}")

@@ -19,6 +19,7 @@ from rebuttal.learned.gate import (HateGate, LanguageGate, pooled_states, shared
 from rebuttal.learned.text import sigmoid
 from rebuttal.types import HateType
 
+FPR_BUDGET = 0.125  # a margin under issue 11's 0.15 target for the unseen HateCheck test half
 LICENCE_NOTE = (
     "The weights are small models (linear models, or a 0.2M-weight head over MiniLM token states); no "
     "training text is stored in them. They are derived from "
@@ -117,12 +118,11 @@ HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations,
 
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
-               max_fpr: float = 0.15, english: str = "states", chinese: str = "states") -> HateGate:
-    """One gate per language on the labelled corpora plus the HateCheck dev half; the threshold
-    is the highest that keeps hateful recall >= `recall_target` on template-held-out folds of
-    HateCheck dev (a template never sits in train and test of the same fold); `sure`, above
-    which the LLM cannot veto, is the lowest score that held-out non-hateful cases reach at
-    most `max_fpr` of the time. Each language's kind: "states" (the chat model's states; a linear
+               max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET, english: str = "states",
+               chinese: str = "states") -> HateGate:
+    """One gate per language on the labelled corpora plus the HateCheck dev half, its cuts set
+    by `calibrate` from template-held-out folds of HateCheck dev (a template never sits in train
+    and test of the same fold). Each language's kind: "states" (the chat model's states; a linear
     fallback is trained too), "linear", or (English) "head" (token head, gate_head.py)."""
     from rebuttal.learned import datasets
 
@@ -132,13 +132,13 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
     for lang, kind in (("en", english), ("zh", chinese)):
         corpus = datasets.gate_corpus(root, lang, **_corpus_sample(lang, kind))
         hatecheck = datasets.hatecheck(root, lang)
-        gates[lang], info[lang] = _calibrated(builders[kind], corpus, hatecheck, lang, c, recall_target, max_fpr)
+        cuts = (recall_target, max_fpr, fpr_budget)
+        gates[lang], info[lang] = _calibrated(builders[kind], corpus, hatecheck, lang, c, *cuts)
         info[lang]["sources"] = dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck))
         if kind == "states":  # for machines without the embedded model
-            fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, corpus, hatecheck, lang, c,
-                                                                  recall_target, max_fpr)
-    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "languages": info},
-                    fallbacks)
+            fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, corpus, hatecheck, lang, c, *cuts)
+    gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "fpr_budget": fpr_budget,
+                            "trained": time.strftime("%Y-%m-%d"), "languages": info}, fallbacks)
     out = Path(out)
     gate.save(out / "gate.npz")
     (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
@@ -151,14 +151,44 @@ def _corpus_sample(lang: str, kind: str) -> dict:
     return {"per_source": EN_STATES_PER_SOURCE} if (lang, kind) == ("en", "states") else {}
 
 
-def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr) -> tuple[LanguageGate, dict]:
+def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr, fpr_budget) -> tuple[LanguageGate, dict]:
     gate, held_out = build(corpus, hatecheck, lang, c)
-    hateful = [r.hateful for r in hatecheck]
-    gate.threshold = _threshold(held_out, hateful, recall_target)
-    gate.sure = sure_cut(held_out, hateful, gate.threshold, max_fpr)
-    return gate, {"model": gate.kind, "records": len(corpus) + len(hatecheck), "threshold": gate.threshold,
-                  "sure": gate.sure, "states": gate.states,
-                  "held_out_scores": [round(float(x), 4) for x in held_out]}
+    info = {"model": gate.kind, "records": len(corpus) + len(hatecheck), "states": gate.states,
+            "held_out_scores": [round(float(x), 4) for x in held_out]}
+    calibrate(gate, info, [r.hateful for r in hatecheck], recall_target, max_fpr, fpr_budget)
+    return gate, info
+
+
+def calibrate(gate: LanguageGate, info: dict, hateful: list[bool], recall_target: float, max_fpr: float,
+              fpr_budget: float) -> None:
+    """Set the gate's cuts from its held-out HateCheck scores (in `info`). The threshold is the
+    highest that keeps hateful recall >= `recall_target`, lowered while held-out non-hateful
+    cases stay within `fpr_budget` (silver dev posts are real hate the templates under-represent:
+    the English gate at the recall cut left 19% of them unanswered); `sure`, above which the LLM
+    cannot veto, is the lowest cut that non-hateful cases reach at most `max_fpr` of the time."""
+    scores = np.array(info["held_out_scores"])
+    gate.threshold = min(_threshold(scores, hateful, recall_target), sure_cut(scores, hateful, 0.05, fpr_budget))
+    gate.sure = sure_cut(scores, hateful, gate.threshold, max_fpr)
+    info.update(threshold=gate.threshold, sure=gate.sure)
+
+
+def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, recall_target: float = 0.9,
+                     max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET) -> HateGate:
+    """New cuts for a trained gate from the held-out scores it recorded: no retraining."""
+    from rebuttal.learned import datasets
+
+    gate = HateGate.load(path)
+    for lang, info in gate.meta["languages"].items():
+        hateful = [r.hateful for r in datasets.hatecheck(Path(root), lang)]
+        calibrate(gate.gates[lang], info, hateful, recall_target, max_fpr, fpr_budget)
+        if lang in gate.fallbacks:
+            calibrate(gate.fallbacks[lang], info["fallback"], hateful, recall_target, max_fpr, fpr_budget)
+    gate.meta.update(recall_target=recall_target, max_fpr=max_fpr, fpr_budget=fpr_budget,
+                     calibrated=time.strftime("%Y-%m-%d"))
+    out = Path(out)
+    gate.save(out / "gate.npz")
+    (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
+    return gate
 
 
 def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5) -> np.ndarray:
@@ -260,7 +290,10 @@ def gate_card(gate: HateGate) -> str:
                             "states (first 48 tokens)", "linear": "logistic regression",
               "model states": "logistic regression on the embedded chat model's hidden states (mean and last "
                               "token state, standardised)"}
-    lines = ["# Hate gate", "", f"Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-gate`.", ""]
+    made = f"Trained {gate.meta.get('trained', '')} by `rebuttal learned train-gate`".replace("  ", " ")
+    if "calibrated" in gate.meta:
+        made += f"; cuts set {gate.meta['calibrated']} by `rebuttal learned calibrate-gate`"
+    lines = ["# Hate gate", "", made + ".", ""]
     for lang, info in gate.meta["languages"].items():
         states = info.get("states")
         read = f" of {states['model']} after {states['layers']} layers, first {states['max_tokens']} tokens" if states else ""
@@ -273,7 +306,8 @@ def gate_card(gate: HateGate) -> str:
     for lang, info in gate.meta["languages"].items():
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
                      f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "
-                     f"folds of the HateCheck dev half); sure {info['sure']:.2f} (held-out non-hateful cases at or "
+                     f"folds of the HateCheck dev half, lowered while non-hateful cases stay within "
+                     f"{gate.meta.get('fpr_budget', 0.0)}); sure {info['sure']:.2f} (held-out non-hateful cases at or "
                      f"above it <= {gate.meta['max_fpr']}: from there the LLM's 'not hateful' no longer vetoes a reply)")
         if "fallback" in info:
             lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")

@@ -1,0 +1,104 @@
+"""FIRE and the zero-shot baseline on posts no draft check or draft score was read off: a
+seeded sample of silver dev round 2, blind-graded like fire.py's dev run, so the draft score's
+effect on `ok` is measured out of sample. Results: benchmarks/results/fire_heldout.md.
+
+    python benchmarks/fire_heldout.py run --n 60      # resumable: FIRE, then the baseline
+    python benchmarks/fire_heldout.py sheet --n 60    # grading sheet: shuffled, systems hidden
+    python benchmarks/fire_heldout.py report --n 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fire as dev_run  # noqa: E402  (benchmarks/fire.py)
+import fire_rows  # noqa: E402
+from fire_grading import GRADES, grade_table, write_sheet  # noqa: E402
+from provenance import header  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ROUND2 = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev_round2.jsonl"
+OUT = ROOT / "runs" / "bench" / "fire-heldout"
+RESULTS = ROOT / "benchmarks" / "results" / "fire_heldout.md"
+REPLIES = GRADES / "fire-heldout-replies.jsonl"  # apart from dev's: the draft score never trains on these
+SEED = 2
+SYSTEMS = ("fire", "zero-shot")
+
+
+def sample(n: int) -> list[dict]:
+    """The first n of a seeded shuffle: round 2's file is ordered by source."""
+    rows = [json.loads(line) for line in ROUND2.read_text(encoding="utf-8").splitlines() if line.strip()]
+    random.Random(SEED).shuffle(rows)
+    return rows[:n]
+
+
+def run(args) -> None:
+    from rebuttal.fire.batch import run_fire_batch
+    from rebuttal.llm import ModelSettings, load_model
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    source = OUT / f"round2_{args.n}.jsonl"
+    source.write_text("".join(json.dumps({"id": r["id"], "text": r["hate_speech"]}) + "\n" for r in sample(args.n)))
+    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
+    print(f"{fire_rows.drop_gate_stopped(OUT / 'fire.jsonl')} rows the recalibrated gate would now pass are run again")
+    for system in SYSTEMS:
+        run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
+
+
+def stored(ids: list[str]) -> dict[str, dict[str, dict]]:
+    return {system: fire_rows.results(system, ids, OUT) for system in SYSTEMS}
+
+
+def sheet(args) -> None:
+    rows = sample(args.n)
+    path = OUT / "blind_sheet-independent.jsonl"
+    count = write_sheet(stored([r["id"] for r in rows]), {r["id"]: r["hate_speech"] for r in rows}, "independent",
+                        path, REPLIES)
+    print(f"{count} replies without a grade -> {path}")
+
+
+def report(args) -> None:
+    rows = sample(args.n)
+    gold = {r["id"]: r["hs_type"] for r in rows}
+    as_run = stored(list(gold))
+    today = {system: fire_rows.rechecked(system_rows) for system, system_rows in as_run.items()}
+    lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
+                   f"shuffle (seed {SEED}); no draft check, prompt or draft-score setting was read off these posts",
+                   model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
+                   memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
+                   "and draft score")
+    lines += ["## Systems", "", *fire_rows.system_table(today, gold), "",
+              "Status is re-read with today's checks and the shipped draft score (which only flags, never "
+              "rewrites, so this is the status a rerun would give).", "",
+              "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
+              "Fresh instances of the same AI-agent grader as benchmarks/results/fire.md, with the same brief "
+              f"(benchmarks/grades/{dev_run.GRADER_BRIEF}) and the systems hidden. The first two rows are FIRE's "
+              "replies with `ok` as the run wrote it (rule checks only) and with the draft score: the draft "
+              "score was trained on dev round-1 grades only, so the difference between them is out of sample.", "",
+              *grade_table([("fire, rule checks only", "fire", as_run["fire"]),
+                            ("fire, rule checks + draft score (shipped)", "fire", today["fire"]),
+                            ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
+              ""]
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["run", "sheet", "report"])
+    parser.add_argument("--n", type=int, default=60)
+    parser.add_argument("--model", default="qwen2.5-1.5b")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if not ROUND2.exists():
+        sys.exit(f"needs the silver dev round-2 split at {ROUND2}")
+    {"run": run, "sheet": sheet, "report": report}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()

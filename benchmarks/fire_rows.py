@@ -1,0 +1,111 @@
+"""Stored result rows of the FIRE benchmarks (fire.py, fire_heldout.py): reading them, the
+status today's checks and draft score give them, and the table both reports print."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+
+def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
+    path = folder / f"{system}.jsonl"
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("id") in ids:
+            rows[row["id"]] = row
+    return rows
+
+
+def drop_gate_stopped(path: Path) -> int:
+    """Drop the rows the gate stopped that today's gate would pass (its cuts were recalibrated since),
+    so the next run writes them again; every other row is what a rerun would write (the pipeline
+    decodes greedily). Returns how many were dropped."""
+    from rebuttal.learned.gate import SHIPPED, HateGate
+
+    if not path.exists():
+        return 0
+    cuts = {lang: g.threshold for lang, g in HateGate.load(SHIPPED).gates.items()}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def passes_now(row: dict) -> bool:
+        gate = (row.get("analysis") or {}).get("gate") or {}
+        lang = gate.get("reason", "").split(" ")[0]
+        return row["status"] == "not_hateful" and lang in cuts and gate["score"] >= cuts[lang] and not gate["hateful"]
+
+    kept = [row for row in rows if not passes_now(row)]
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in kept))
+    return len(rows) - len(kept)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def latency(row: dict) -> float:
+    return sum(step["latency_s"] for step in row["trace"]["steps"])
+
+
+def row_evidence(row: dict) -> list:
+    """The evidence items a stored result row was given."""
+    from rebuttal.types import EvidenceItem
+
+    return [EvidenceItem(**e) for e in row.get("evidence") or []]
+
+
+def judged_checks(rows: dict[str, dict]) -> dict[str, list]:
+    """Every system's final reply through the same checks (MiniLM relevance included)."""
+    from rebuttal.fire.generator import DraftJudge
+    from rebuttal.llm.embeddings import load_minilm
+
+    judge = DraftJudge(load_minilm())
+    out = {}
+    for item_id, row in rows.items():
+        if row.get("reply"):
+            out[item_id] = judge.judge(row["reply"]["text"], row["text"], row_evidence(row), [], None, False)
+    return out
+
+
+def system_table(systems: dict[str, dict[str, dict]], gold: dict[str, str]) -> list[str]:
+    lines = ["| system | items | replies | status ok | flagged | not hateful | errors | all checks pass (same judge) "
+             "| category acc. | p50 s | p90 s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, rows in systems.items():
+        statuses = Counter(r["status"] for r in rows.values())
+        checks = judged_checks(rows)
+        passing = sum(all(c.passed for c in cs) for cs in checks.values())
+        correct = sum(1 for i, r in rows.items() if r.get("analysis") and r["analysis"]["category"] == gold[i])
+        times = [latency(r) for r in rows.values() if r.get("trace")]
+        lines.append(f"| {name} | {len(rows)} | {len(checks)} | {statuses['ok']} | {statuses['flagged']} | "
+                     f"{statuses['not_hateful']} | {statuses['error']} | {passing}/{len(checks)} | "
+                     f"{correct / max(1, len(rows)):.3f} | {percentile(times, 0.5):.1f} | {percentile(times, 0.9):.1f} |")
+    return lines
+
+
+def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
+    """A system's rows as today's checks see them: an ok reply that fails a text check added since
+    its run (baselines run only the text checks) or the shipped draft score counts as flagged. The
+    draft score only flags, never rewrites, so this is the status a rerun would give (the stored
+    file is left as it is)."""
+    from rebuttal.fire.generator import DraftJudge, reply_problems
+    from rebuttal.learned.draft_score import DraftScore
+    from rebuttal.llm.embeddings import load_minilm
+
+    judge = DraftJudge(load_minilm(), DraftScore.load())
+
+    def status(row: dict) -> str:
+        if row["status"] != "ok":
+            return row["status"]
+        text, post = row["reply"]["text"], row["text"]
+        review = judge.review(text, post)
+        failing = reply_problems(text, post, row_evidence(row)) or (review is not None and not review.passed)
+        return "flagged" if failing else "ok"
+
+    return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
+
+
+def only(rows: dict[str, dict], ids) -> dict[str, dict]:
+    return {i: r for i, r in rows.items() if i in ids}
