@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fire_grading import GRADERS, GRADES, grade_table, write_sheet  # noqa: E402
+from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, write_sheet  # noqa: E402
 from fire_rows import (drop_gate_stopped, latency, only, percentile, rechecked, results,  # noqa: E402
                        system_table)
 from provenance import header  # noqa: E402
@@ -34,7 +34,6 @@ OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
 DEV_REPLIES = "fire-dev-replies.jsonl"  # every graded reply's text (the draft score trains on it)
-GRADER_BRIEF = "independent-grader.md"  # what each independent grader instance is told
 # The draft checks were first developed by reading FIRE's drafts on the first 40 dev items; those
 # added on 2026-12-02 were read off an earlier run's drafts on all 106 (see the report's text).
 DEVELOPED_ON = 40

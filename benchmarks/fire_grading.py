@@ -16,6 +16,7 @@ GRADES = Path(__file__).resolve().parent / "grades"
 # independent: fresh instances of an AI agent that never saw the code or the checks, each given the
 # rubric, the brief in independent-grader.md and one shuffled sheet with the systems hidden.
 GRADERS = {"independent": "fire-dev-independent.jsonl"}
+GRADER_BRIEF = "independent-grader.md"  # what each independent grader instance is told
 VERDICTS = ("usable", "fixable", "unusable", "harmful")
 
 

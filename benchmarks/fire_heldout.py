@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fire as dev_run  # noqa: E402  (benchmarks/fire.py)
 import fire_rows  # noqa: E402
-from fire_grading import GRADES, grade_table, write_sheet  # noqa: E402
+from fire_grading import GRADER_BRIEF, GRADES, grade_table, write_sheet  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +76,7 @@ def report(args) -> None:
               "rewrites, so this is the status a rerun would give).", "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
               "Fresh instances of the same AI-agent grader as benchmarks/results/fire.md, with the same brief "
-              f"(benchmarks/grades/{dev_run.GRADER_BRIEF}) and the systems hidden. The first two rows are FIRE's "
+              f"(benchmarks/grades/{GRADER_BRIEF}) and the systems hidden. The first two rows are FIRE's "
               "replies with `ok` as the run wrote it (rule checks only) and with the draft score: the draft "
               "score was trained on dev round-1 grades only, so the difference between them is out of sample.", "",
               *grade_table([("fire, rule checks only", "fire", as_run["fire"]),
