@@ -7,7 +7,7 @@ import pytest
 from rebuttal.learned import CategoryModel, HateGate
 from rebuttal.learned.gate import LanguageGate, train_language_gate
 from rebuttal.learned.text import language
-from rebuttal.learned.train import calibrate, sure_cut
+from rebuttal.learned.calibration import calibrate, sure_cut
 from rebuttal.types import HateType
 
 

@@ -72,7 +72,8 @@ def calibrate_gate_command(
                                                           "cases stay within this share (default 0.125)")] = None,
 ) -> None:
     """New cuts for a trained gate from its recorded held-out scores (seconds; no retraining)."""
-    from rebuttal.learned.train import FPR_BUDGET, recalibrate_gate
+    from rebuttal.learned.calibration import FPR_BUDGET
+    from rebuttal.learned.train import recalibrate_gate
 
     try:
         calibrated = recalibrate_gate(gate, data_root, out, recall_target=recall, max_fpr=max_fpr,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from rebuttal.learned.calibration import FPR_BUDGET, calibrate
 from rebuttal.learned.category import CategoryModel, train_category_model
 from rebuttal.learned.gate import (HateGate, LanguageGate, pooled_states, shared_reader, train_language_gate,
                                    train_states_gate)
 from rebuttal.learned.text import sigmoid
 from rebuttal.types import HateType
 
-FPR_BUDGET = 0.125  # a margin under issue 11's 0.15 target for the unseen HateCheck test half
 LICENCE_NOTE = (
     "The weights are small models (linear models, or a 0.2M-weight head over MiniLM token states); no "
     "training text is stored in them. They are derived from "
@@ -159,19 +159,6 @@ def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr, fpr_b
     return gate, info
 
 
-def calibrate(gate: LanguageGate, info: dict, hateful: list[bool], recall_target: float, max_fpr: float,
-              fpr_budget: float) -> None:
-    """Set the gate's cuts from its held-out HateCheck scores (in `info`). The threshold is the
-    highest that keeps hateful recall >= `recall_target`, lowered while held-out non-hateful
-    cases stay within `fpr_budget` (silver dev posts are real hate the templates under-represent:
-    the English gate at the recall cut left 19% of them unanswered); `sure`, above which the LLM
-    cannot veto, is the lowest cut that non-hateful cases reach at most `max_fpr` of the time."""
-    scores = np.array(info["held_out_scores"])
-    gate.threshold = min(_threshold(scores, hateful, recall_target), sure_cut(scores, hateful, 0.05, fpr_budget))
-    gate.sure = sure_cut(scores, hateful, gate.threshold, max_fpr)
-    info.update(threshold=gate.threshold, sure=gate.sure)
-
-
 def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, recall_target: float = 0.9,
                      max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET) -> HateGate:
     """New cuts for a trained gate from the held-out scores it recorded: no retraining."""
@@ -266,23 +253,6 @@ def _states_gate(corpus, hatecheck, lang, c):
         return sigmoid(features[held] @ gate.coef + gate.intercept)
 
     return fit(np.arange(len(rows))), held_out_scores(corpus, hatecheck, fit_score)
-
-
-def sure_cut(scores: np.ndarray, hateful: list[bool], threshold: float, max_fpr: float) -> float:
-    """The lowest cut (>= threshold) that held-out non-hateful cases reach at most `max_fpr` of the time."""
-    benign = np.asarray(scores)[~np.array(hateful)]
-    for cut in np.linspace(threshold, 0.99, int(round((0.99 - threshold) * 100)) + 1):
-        if (benign >= cut).mean() <= max_fpr:
-            return round(float(cut), 2)
-    return 1.01
-
-
-def _threshold(scores: np.ndarray, hateful: list[bool], recall_target: float) -> float:
-    hateful = np.array(hateful)
-    for cut in np.linspace(0.95, 0.05, 91):
-        if (scores[hateful] >= cut).mean() >= recall_target:
-            return round(float(cut), 2)
-    return 0.05
 
 
 def gate_card(gate: HateGate) -> str:
