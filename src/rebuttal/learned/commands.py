@@ -10,6 +10,12 @@ import typer
 app = typer.Typer(help="Small trained models: FIRE's category model, hate gate and draft score.", no_args_is_help=True)
 
 
+def echo_cuts(gate, out: Path) -> None:
+    """What train-gate and calibrate-gate print: each language's (threshold, sure)."""
+    cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in gate.gates.items()}
+    typer.echo(f"gate (threshold, sure) {cuts} -> {out}")
+
+
 @app.command("train-category")
 def train_category_command(
     data: Annotated[list[str], typer.Option("--data", help="silver/FactualCS record file(s) to train on")],
@@ -57,8 +63,7 @@ def train_gate_command(
     except FileNotFoundError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
-    cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in gate.gates.items()}
-    typer.echo(f"gate (threshold, sure) {cuts} -> {out}")
+    echo_cuts(gate, out)
 
 
 @app.command("calibrate-gate")
@@ -81,8 +86,7 @@ def calibrate_gate_command(
     except (FileNotFoundError, KeyError) as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
-    cuts = {lang: (round(g.threshold, 2), g.sure) for lang, g in calibrated.gates.items()}
-    typer.echo(f"gate (threshold, sure) {cuts} -> {out}")
+    echo_cuts(calibrated, out)
 
 
 @app.command("train-draft-score")

@@ -56,14 +56,20 @@ def _rows(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def classifier(c: float):
+    """The one model both the out-of-fold scores and the shipped head are fit with."""
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, class_weight="balanced", max_iter=3000)
+
+
 def out_of_fold(vectors: np.ndarray, usable: np.ndarray, items: list[str], c: float, folds: int) -> np.ndarray:
     """Each reply scored by a model that saw no reply to the same post."""
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
     scores = np.zeros(len(usable))
     for train, held in GroupKFold(folds).split(vectors, usable, items):
-        model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000).fit(vectors[train], usable[train])
+        model = classifier(c).fit(vectors[train], usable[train])
         scores[held] = model.predict_proba(vectors[held])[:, 1]
     return scores
 
@@ -77,7 +83,6 @@ def keep_cut(scores: np.ndarray, usable: np.ndarray, keep: float) -> float:
 def train_draft_score(replies: str | Path, grades: str | Path, out: str | Path, *, c: float = 1.0,
                       keep: float = 0.75, folds: int = 10) -> DraftScore:
     """Cut and scores from grouped out-of-fold predictions; the shipped head is fit on all rows."""
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.llm.embeddings import load_minilm
@@ -89,7 +94,7 @@ def train_draft_score(replies: str | Path, grades: str | Path, out: str | Path, 
     usable = np.array([r["verdict"] == USABLE for r in rows])
     scores = out_of_fold(vectors, usable, [r["item"] for r in rows], c, folds)
     cut = keep_cut(scores, usable, keep)
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000).fit(vectors, usable)
+    model = classifier(c).fit(vectors, usable)
     meta = {
         "version": f"draft-score.{time.strftime('%Y%m%d')}", "c": c, "folds": folds, "keep": keep,
         "threshold": round(cut, 4), "replies": len(rows), "usable": int(usable.sum()),
