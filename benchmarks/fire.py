@@ -6,6 +6,8 @@ blind grades with the reply rubric. Results: benchmarks/results/fire.md (written
     python benchmarks/fire.py sheet --grader independent     # grading sheet: shuffled, systems hidden
     python benchmarks/fire.py report --n 106 --graded 106   # fire.md from the runs (+ grades, if present)
 
+`run` also writes FIRE's replies on the graded items again in the option form (reply_form=draft_baseline,
+on the stored analyses: runs/bench/fire-dev/fire-draft-baseline.jsonl); `latency --option` times it.
 `--compare-drafts` runs and reports FIRE with best of two on (not the default) into
 runs/bench/fire-dev/fire-compare.jsonl and benchmarks/results/fire_best_of_two.md.
 
@@ -22,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, write_sheet  # noqa: E402
-from fire_rows import (drop_gate_stopped, latency, only, percentile, rechecked, results,  # noqa: E402
-                       system_table)
+from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
+from fire_rows import (OPTION_FORM, OPTION_ROWS, drafted_by, drop_gate_stopped, latency, only,  # noqa: E402
+                       option_label, percentile, rechecked, redraft_into, results, system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +35,7 @@ DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
+LATENCY_OPTION = ROOT / "runs" / "bench" / f"{OPTION_ROWS.replace('fire', 'fire-latency', 1)}"
 DEV_REPLIES = "fire-dev-replies.jsonl"  # every graded reply's text (the draft score trains on it)
 # The draft checks were first developed by reading FIRE's drafts on the first 40 dev items; those
 # added on 2026-12-02 were read off an earlier run's drafts on all 106 (see the report's text).
@@ -70,6 +73,9 @@ def run(args) -> None:
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
     run_fire_batch(source_file(rows, f"dev_{args.n}"), fire_out, system="fire", model=model, **settings)
+    if not args.compare_drafts:  # the option form on the graded items, on the same analyses
+        redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", [r["id"] for r in rows[: args.graded]], model,
+                     reply_form=OPTION_FORM)
 
 
 def run_latency(args) -> None:
@@ -80,12 +86,14 @@ def run_latency(args) -> None:
     from rebuttal.llm import ModelSettings, load_model
 
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    LATENCY.mkdir(parents=True, exist_ok=True)
+    folder, form = (LATENCY_OPTION, {"reply_form": OPTION_FORM}) if args.option else (LATENCY, {})
+    folder.mkdir(parents=True, exist_ok=True)
     for row in dev_rows(args.n):
-        item = LATENCY / "item.jsonl"
+        item = folder / "item.jsonl"
         item.write_text(json.dumps({"id": row["id"], "text": row["hate_speech"]}) + "\n")
         for system in ("fire", *BASELINES):
-            run_fire_batch(item, LATENCY / f"{system}.jsonl", system=system, model=model, progress=False)
+            run_fire_batch(item, folder / f"{system}.jsonl", system=system, model=model, progress=False,
+                           **(form if system == "fire" else {}))
 
 
 def median_table(systems: dict[str, dict[str, dict]], common: set[str], intro: str) -> list[str]:
@@ -104,15 +112,19 @@ def answered(systems: dict[str, dict[str, dict]]) -> set[str]:
     return set.intersection(*({i for i, r in rows.items() if r.get("reply")} for rows in systems.values()))
 
 
-def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]]) -> list[str]:
+def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]], option: bool = False) -> list[str]:
     """From the interleaved run if there is one; otherwise from the main runs, which may come from
-    different days and machines."""
-    systems = {s: results(s, ids, LATENCY) for s in ("fire", *BASELINES)}
+    different days and machines. `option`: the run with FIRE in the option form (`latency --option`)."""
+    systems = {s: results(s, ids, LATENCY_OPTION if option else LATENCY) for s in ("fire", *BASELINES)}
     if common := answered(systems):
         ran = len(systems["fire"])
         return median_table(systems, common, f"FIRE and the baselines in turn on each of the first {ran} dev "
-                            f"items, in one process (`fire.py latency --n {ran}`), over the {len(common)} posts "
-                            "every system answered; seconds of model and pipeline time per post:")
+                            f"items, in one process (`fire.py latency --n {ran}{' --option' * option}`), over the "
+                            f"{len(common)} posts "
+                            f"every system answered (FIRE's generator prompt there: {drafted_by(systems['fire'])}); "
+                            "seconds of model and pipeline time per post:")
+    if option:
+        return ["No interleaved run with FIRE in the option form yet (`fire.py latency --option`)."]
     if not (common := answered(same_items)):
         return ["No latency comparison yet (`python benchmarks/fire.py latency`)."]
     return median_table(same_items, common, "No interleaved run yet (`python benchmarks/fire.py latency`); the "
@@ -125,7 +137,8 @@ def sheet(args) -> None:
     baselines' on the graded ones."""
     rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
-    systems = {"fire": results(fire_rows(args), ids, OUT), **{s: results(s, ids[: args.graded], OUT) for s in BASELINES}}
+    systems = [("fire", results(fire_rows(args), ids, OUT)), *((s, results(s, ids[: args.graded], OUT)) for s in BASELINES),
+               ("fire", results(OPTION_ROWS, ids[: args.graded], OUT))]  # the option form is FIRE too
     path = OUT / f"blind_sheet-{args.grader}.jsonl"
     count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, args.grader, path, GRADES / DEV_REPLIES)
     print(f"{count} replies without a grade from {args.grader} -> {path}")
@@ -175,6 +188,8 @@ def report(args) -> None:
     fire_all = rechecked(results(fire_rows(args), ids, OUT))
     defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
     same_items = {"fire": only(fire_all, graded_ids), **{s: rechecked(results(s, graded_ids, OUT)) for s in BASELINES}}
+    option = rechecked(results(OPTION_ROWS, graded_ids, OUT))
+    forms = [(option_label(option), "fire", option)] if option else []
     # FIRE over all its items, the baselines over theirs, each on the posts the checks were built on and the rest
     parts = ((f"first {DEVELOPED_ON}", developed), (f"the other {len(ids) - DEVELOPED_ON}", set(ids) - developed))
     split = [(f"{name}, {part}", name, part_rows)
@@ -186,8 +201,14 @@ def report(args) -> None:
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model and hate gate")
     lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
+              f"FIRE's replies here were drafted with {drafted_by(fire_all)}. The option form's rows "
+              f"(reply_form={OPTION_FORM}) are FIRE's rows on the graded items with the reply written again on "
+              "the stored analysis and evidence (`fire.py run`, FirePipeline.redraft): their latency is the stored "
+              "stages' plus the new generator step's, which starts without the analyst's prompt in llama.cpp's "
+              "cache; the interleaved latency run below measures it as it ships.", "",
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
-              f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "", *system_table(same_items, gold), "",
+              f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "",
+              *system_table({**same_items, **{label: rows for label, _, rows in forms}}, gold), "",
               "Every system's status is re-read with today's text checks and the shipped draft score (an ok reply "
               "that fails a check added since its run, or scores below the draft score's cut, counts as flagged), "
               "so ok means the same checks for every system. The draft score was trained on the blind grades of "
@@ -200,6 +221,8 @@ def report(args) -> None:
               "section below.", "",
               "## Latency: the three systems in turn on the same items", "",
               *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids, same_items)), "",
+              f"With FIRE in the option form (reply_form={OPTION_FORM}), another interleaved run:", "",
+              *latency_table(ids, same_items, option=True), "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
               "Grader: fresh instances of an AI agent that had not seen the code, the checks or any other grade, "
               f"each given the rubric, the brief in benchmarks/grades/{GRADER_BRIEF} and one shuffled sheet with "
@@ -209,9 +232,11 @@ def report(args) -> None:
               "its grade from an earlier run. The draft checks were first developed by reading FIRE's drafts on the "
               f"first {DEVELOPED_ON} items; the checks added on 2026-12-02 (sources, unsaid labels, substance, "
               "sweeping praise and more concession/contradiction patterns) were read off an earlier run's drafts on "
-              f"all {args.n} items (other texts for the same posts), so the split below no longer holds posts out "
+              "all 106 round-1 dev items (other texts for the same posts), so the split below no longer holds posts out "
               "from check development: it only shows where the first checks came from.", "",
-              *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()], "independent"),
+              *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()] + forms,
+                           "independent"),
+              "", regrade_agreement("independent"),
               "", *grade_table(split, "independent"), "",
               f"FIRE on all {args.n} items, `ok` with and without the draft score (in-sample: it was trained on "
               "these grades; out of sample in benchmarks/results/fire_heldout.md):", "",
@@ -235,6 +260,7 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare-drafts", action="store_true", help="FIRE with best of two (not the default)")
+    parser.add_argument("--option", action="store_true", help=f"latency: FIRE with reply_form={OPTION_FORM}")
     args = parser.parse_args()
     if not DEV.exists():
         sys.exit(f"needs the silver dev split at {DEV}")

@@ -36,25 +36,40 @@ def load_grades(grader: str) -> dict[str, dict]:
     return {g["key"]: g for g in map(json.loads, path.read_text().splitlines()) if g}
 
 
-def record_replies(systems: dict[str, dict[str, dict]], path: Path) -> None:
+def record_replies(systems: list[tuple[str, dict[str, dict]]], path: Path) -> None:
     """Add each reply's key, system, item and text to `path` (committed beside the grades, without
     the post: the data stays outside the repository), so the draft score can be retrained from a
     clean clone (rebuttal.learned.draft_score)."""
     known = {json.loads(line)["key"] for line in path.read_text().splitlines() if line} if path.exists() else set()
     new = [{"key": key, "system": system, "item": item_id, "reply": rows[item_id]["reply"]["text"]}
-           for system, rows in systems.items() for item_id, key in reply_keys(system, rows).items() if key not in known]
+           for system, rows in systems for item_id, key in reply_keys(system, rows).items() if key not in known]
     with path.open("a", encoding="utf-8") as out:
         out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in new)
 
 
-def write_sheet(systems: dict[str, dict[str, dict]], posts: dict[str, str], grader: str, path: Path,
+def regrade_agreement(grader: str) -> str:
+    """How often a second grader instance, given an already graded reply mixed into its sheet, gave
+    the same verdict (grades/fire-dev-regrades.jsonl): the noise in any one grade."""
+    path = GRADES / "fire-dev-regrades.jsonl"
+    first = load_grades(grader)
+    pairs = [(first[g["key"]]["verdict"], g["verdict"]) for g in map(json.loads, path.read_text().splitlines())
+             if g and g["key"] in first] if path.exists() else []
+    if not pairs:
+        return "No replies were graded twice."
+    same = sum(a == b for a, b in pairs)
+    usable = sum((a == "usable") == (b == "usable") for a, b in pairs)
+    return (f"Grader noise: {len(pairs)} replies graded earlier were mixed into later sheets; the second grade "
+            f"gave the same verdict for {same} and the same usable/not-usable call for {usable}.")
+
+
+def write_sheet(systems: list[tuple[str, dict[str, dict]]], posts: dict[str, str], grader: str, path: Path,
                 replies: Path) -> int:
     """Every reply `grader` has not graded yet, shuffled, with only a key to tell them apart;
     every reply's text goes to `replies` too."""
     record_replies(systems, replies)
     graded = load_grades(grader)
     entries = []
-    for system, rows in systems.items():
+    for system, rows in systems:
         for item_id, key in reply_keys(system, rows).items():
             if key not in graded:
                 entries.append({"key": key, "post": posts[item_id], "reply": rows[item_id]["reply"]["text"]})

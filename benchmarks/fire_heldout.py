@@ -2,7 +2,7 @@
 seeded sample of silver dev round 2, blind-graded like fire.py's dev run, so the draft score's
 effect on `ok` is measured out of sample. Results: benchmarks/results/fire_heldout.md.
 
-    python benchmarks/fire_heldout.py run --n 60      # resumable: FIRE, then the baseline
+    python benchmarks/fire_heldout.py run --n 60      # resumable: FIRE, the baseline, then FIRE's option form
     python benchmarks/fire_heldout.py sheet --n 60    # grading sheet: shuffled, systems hidden
     python benchmarks/fire_heldout.py report --n 60
 """
@@ -47,17 +47,21 @@ def run(args) -> None:
     print(f"{fire_rows.drop_gate_stopped(OUT / 'fire.jsonl')} rows the recalibrated gate would now pass are run again")
     for system in SYSTEMS:
         run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
+    ids = [r["id"] for r in sample(args.n)]
+    fire_rows.redraft_into(OUT / "fire.jsonl", OUT / f"{fire_rows.OPTION_ROWS}.jsonl", ids, model,
+                           reply_form=fire_rows.OPTION_FORM)
 
 
 def stored(ids: list[str]) -> dict[str, dict[str, dict]]:
-    return {system: fire_rows.results(system, ids, OUT) for system in SYSTEMS}
+    return {system: fire_rows.results(system, ids, OUT) for system in (*SYSTEMS, fire_rows.OPTION_ROWS)}
 
 
 def sheet(args) -> None:
     rows = sample(args.n)
     path = OUT / "blind_sheet-independent.jsonl"
-    count = write_sheet(stored([r["id"] for r in rows]), {r["id"]: r["hate_speech"] for r in rows}, "independent",
-                        path, REPLIES)
+    systems = [("fire" if name == fire_rows.OPTION_ROWS else name, system_rows)
+               for name, system_rows in stored([r["id"] for r in rows]).items()]  # the option is FIRE too
+    count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, "independent", path, REPLIES)
     print(f"{count} replies without a grade -> {path}")
 
 
@@ -66,21 +70,29 @@ def report(args) -> None:
     gold = {r["id"]: r["hs_type"] for r in rows}
     as_run = stored(list(gold))
     today = {system: fire_rows.rechecked(system_rows) for system, system_rows in as_run.items()}
+    option = today.pop(fire_rows.OPTION_ROWS)
+    forms = [(f"{fire_rows.option_label(option)}, rule checks + draft score", "fire", option)] if option else []
     lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
                    f"shuffle (seed {SEED}); no draft check, prompt or draft-score setting was read off these posts",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
                    "and draft score")
-    lines += ["## Systems", "", *fire_rows.system_table(today, gold), "",
+    shipped = f"fire (shipped: {fire_rows.drafted_by(as_run['fire'])})"
+    systems = {shipped: today["fire"], **({fire_rows.option_label(option): option} if option else {}),
+               "zero-shot": today["zero-shot"]}
+    lines += ["## Systems", "", *fire_rows.system_table(systems, gold), "",
               "Status is re-read with today's checks and the shipped draft score (which only flags, never "
               "rewrites, so this is the status a rerun would give).", "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
               "Fresh instances of the same AI-agent grader as benchmarks/results/fire.md, with the same brief "
               f"(benchmarks/grades/{GRADER_BRIEF}) and the systems hidden. The first two rows are FIRE's "
               "replies with `ok` as the run wrote it (rule checks only) and with the draft score: the draft "
-              "score was trained on dev round-1 grades only, so the difference between them is out of sample.", "",
-              *grade_table([("fire, rule checks only", "fire", as_run["fire"]),
-                            ("fire, rule checks + draft score (shipped)", "fire", today["fire"]),
+              "score was trained on dev round-1 grades only, so the difference between them is out of sample. "
+              f"The option's replies were written on FIRE's stored analyses and evidence (FirePipeline.redraft, "
+              f"`reply_form={fire_rows.OPTION_FORM}`); it was measured on silver dev round 1 first "
+              "(benchmarks/results/fire.md), not chosen on these posts.", "",
+              *grade_table([(f"{shipped}, rule checks only", "fire", as_run["fire"]),
+                            (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
               ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -41,6 +41,43 @@ def drop_gate_stopped(path: Path) -> int:
     return len(rows) - len(kept)
 
 
+# FIRE's generator form measured beside the default (FireSettings.reply_form) and the file of its
+# rows: the default run's analyses with the replies redrafted in that form (redraft_into).
+OPTION_FORM = "draft_baseline"
+OPTION_ROWS = "fire-draft-baseline"
+
+
+def option_label(rows: dict[str, dict]) -> str:
+    return f"fire, option reply_form={OPTION_FORM} ({drafted_by(rows)}, same analyses)"
+
+
+def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) -> int:
+    """FIRE's stored rows for `ids` with their replies written again by a generator with other
+    `settings` (e.g. reply_form="draft_baseline"), on the stored analyses and evidence
+    (FirePipeline.redraft: the gate, analyst and search do not run again), so two generator settings
+    compare reply for reply. Resumable: rows already in `target` are kept. Returns how many were written."""
+    from rebuttal.fire.factory import build_system
+    from rebuttal.types import FireResult
+
+    stored, done = results(source.stem, ids, source.parent), set(results(target.stem, ids, target.parent))
+    fire = build_system("fire", model=model, **settings)
+    written = 0
+    for item_id in ids:
+        if item_id in stored and item_id not in done:
+            redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")
+            with target.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(redone, ensure_ascii=False) + "\n")
+            written += 1
+    return written
+
+
+def drafted_by(rows: dict[str, dict]) -> str:
+    """The generator prompts (first part of the trace's prompt version) FIRE's rows were drafted with."""
+    versions = {s["prompt_version"].split("+")[0] for r in rows.values() for s in r["trace"]["steps"]
+                if s["stage"] == "generator"}
+    return ", ".join(f"`{v}`" for v in sorted(versions)) or "none"
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")

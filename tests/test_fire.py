@@ -464,6 +464,9 @@ def test_a_reply_cut_off_inside_its_json_keeps_its_complete_sentences(memory):
     assert salvage_reply(cut).reply == 'Most migrants obey the law. They work and pay "taxes". And the'
     assert salvage_reply('{"claim": "x", "reply": "Too short') is None  # under the reply's minimum length
     assert salvage_reply("no json at all") is None
+    baseline_form = ('{"target_group": "Immigrants", "hs_type": "stereotype", "analyst_reasoning": "they are '
+                     'criminals", "retrieval_query": null, "retrieved_evidence": null, "counterspeech": "Most of them obey the law.')
+    assert salvage_reply(baseline_form).reply == "Most of them obey the law." and salvage_reply(baseline_form).claim == "they are criminals"
     model = ScriptedChatModel([analysis("stereotype", query=None), cut[:-4], cut[:-4]])  # the draft, then its re-ask
     result = pipeline(model, memory).respond("Migrants are criminals")
     assert result.reply.text == 'Most migrants obey the law. They work and pay "taxes".'
@@ -500,3 +503,39 @@ def test_warm_up_opens_the_gate_before_the_first_post(memory):
     gate = FixedGate(0.9)
     pipeline(ScriptedChatModel([]), memory, gate=gate).warm_up()
     assert gate.warmed is True
+
+
+def test_the_baseline_form_drafts_after_the_analysts_prefix_and_is_checked_like_any_draft(memory):
+    """`reply_form="draft_baseline"`: the zero-shot baseline's call (its own analysis, then the
+    reply) on the analyst's system text and post, so llama.cpp reuses that prefix; a draft that
+    fails a check is regenerated with the problem stated, as in the default `generator` form."""
+    def answer(reply):
+        return {"target_group": "Immigrants", "hs_type": "stereotype", "analyst_reasoning": "A sweeping claim.",
+                "retrieval_query": None, "retrieved_evidence": None, "counterspeech": reply}
+
+    conceding = answer("While it's true that some immigrants break laws, most of them work hard every day.")
+    fine = answer("Immigrants are teachers, nurses and neighbours; one person's crime is not a group's trait.")
+    model = ScriptedChatModel([analysis("stereotype", query=None), conceding, fine])
+    result = pipeline(model, memory, reply_form="draft_baseline").respond("Immigrants are always criminals")
+    assert result.reply.text == fine["counterspeech"] and result.status == "ok", result.trace.flags
+    analyst, first, second = (call["messages"] for call in model.calls)
+    assert first[:2] == analyst[:2] and "counterspeech (2 to 4 calm sentences" in first[-1]["content"]
+    assert "Do not cite numbers, studies or sources." in first[-1]["content"]
+    assert "This time: grant no part of the claim" in second[-1]["content"]
+    assert model.calls[1]["schema"]["title"] == "BaselineOutput"
+    generator = next(s for s in result.trace.steps if s.stage == "generator")
+    assert generator.prompt_version.startswith("draft_baseline.v1") and result.reply.drafts == 2
+
+
+def test_redraft_writes_only_the_reply_again_on_the_stored_analysis(memory):
+    conceding = {"claim": "the claim", "reply": "While it's true that some immigrants break laws, most work hard."}
+    fine = {"claim": "the claim", "reply": "Immigrants are teachers, nurses and neighbours, as different as anyone."}
+    stored = pipeline(ScriptedChatModel([analysis("stereotype", query=None), conceding, conceding, conceding]),
+                      memory).respond("Immigrants are always criminals")
+    assert stored.status == "flagged" and stored.trace.flags == ["draft_concession"]
+    model = ScriptedChatModel([fine])
+    redone = pipeline(model, memory).redraft(stored)
+    assert len(model.calls) == 1 and redone.reply.text == fine["reply"]
+    assert redone.status == "ok" and redone.trace.flags == [] and redone.message is None
+    assert redone.analysis == stored.analysis and stored.reply.text == conceding["reply"]  # the stored one is untouched
+    assert [s.stage for s in redone.trace.steps].count("generator") == 1

@@ -4,25 +4,12 @@ similar memory record with its category and evidence)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from rebuttal.fire.prompting import Exemplar, prompt, shared_prefix
+from rebuttal.fire.prompting import BaselineOutput, Exemplar, prompt, shared_prefix
 from rebuttal.fire.generator import reply_problems
 from rebuttal.llm import ChatModel, LLMError, StructuredOutputError, generate_object
-from rebuttal.types import (
-    Analysis, EvidenceItem, FireResult, HateType, InputError, Reply, TraceStep, check_post,
-)
+from rebuttal.types import Analysis, EvidenceItem, FireResult, HateType, InputError, Reply, TraceStep, check_post
 
 BASELINES = ("zero-shot", "few-shot", "retrieval")
-
-
-class BaselineOutput(BaseModel):
-    target_group: str = Field(max_length=40)
-    hs_type: HateType
-    analyst_reasoning: str = Field(max_length=400)
-    retrieval_query: str | None = Field(default=None, max_length=160)
-    retrieved_evidence: str | None = Field(default=None, max_length=600)
-    counterspeech: str = Field(min_length=20, max_length=900)
 
 
 def few_shot_exemplars(memory) -> list[Exemplar]:

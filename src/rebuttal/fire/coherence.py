@@ -69,7 +69,12 @@ CONCESSION = re.compile(
     r"(?:exhibit|be\b|have\b|commit|engage|show|behave|display|hold\s+(?:negative|harmful|extreme))"
     r"|\bcapable\s+of\s+committing\b"
     r"|\bnot\s+the\s+(?:sole|only)\s+(?:cause|reason|factor)\b"
-    r"|\bnot\s+all\s+(?:\w+\s+){1,3}?(?:are|do|have|were|engage|commit)\b",  # "not all forms of feminism are"
+    r"|\bnot\s+all\s+(?:\w+\s+){1,3}?(?:are|do|have|were|engage|commit)\b"  # "not all forms of feminism are"
+    # Seen on silver dev, graded harmful or fixable: "It is not always true that Black people are
+    # inferior", "While it's true that some Muslims may be ...". ("I understand the concern" is not
+    # here: on dev 2 of the 3 drafts that said it were graded usable.)
+    r"|\bnot\s+(?:always|universally|necessarily|entirely)\s+(?:true|accurate|correct|the\s+case)\b"
+    r"|\b(?:while|although|though)\s+it(?:'s|\s+is)\s+true\b",
     re.IGNORECASE,
 )
 
@@ -178,7 +183,8 @@ META = re.compile(
     r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
     r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
     r"|\b(?:the\s+author's|your)\s+tone\b"
-    r"|\b(?:the|this|that)\s+speaker\b|\bfeel\s+free\s+to\b|\bcheckable\b",
+    r"|\b(?:the|this|that)\s+speaker\b|\bfeel\s+free\s+to\b|\bcheckable\b"
+    r"|\bas\s+an?\s+(?:\w+\s+)?\w+,\s+I\b",  # a persona the model invents: "As a Muslim, I ..."
     re.IGNORECASE,
 )
 

@@ -1,7 +1,9 @@
 """FIRE phase 2 (CARE): the Counterspeech Generator.
 
-It sees a short system text and one message: the post, its target, the move for its category,
-evidence that fits, optionally a human reply to a similar post to adapt. Every draft goes through the
+In its default form (`generator`) it sees a fresh short conversation: the post, its target, the
+move for its category and evidence that fits; the `draft_baseline` form asks the zero-shot
+baseline's question after the analyst's system text and post, with that evidence. Either may add a
+human reply to a similar post to adapt. Every draft goes through the
 checks in checks.py; a failed draft is regenerated with the problems stated (bounded), the best
 draft is kept and, if it still fails a check or the learned draft score (rebuttal.learned.
 draft_score) puts it below its cut, flagged: status `ok` means every check passed.
@@ -20,7 +22,8 @@ import numpy as np
 from rebuttal.fire.checks import Problem, check_draft, failures, relevance_problem
 from rebuttal.fire.choice import prefer_second
 from rebuttal.fire.prompting import (
-    Exemplar, ReplyDraft, citation_rule, clip, prompt, quote_post, render_evidence,
+    BaselineOutput, Exemplar, ReplyDraft, citation_rule, clip, post_prefix, prompt, quote_post,
+    render_evidence,
 )
 from rebuttal.fire.sentences import first_sentences, sentences
 from rebuttal.fire.sourcing import attributed_evidence, cited_numbers
@@ -31,6 +34,10 @@ from rebuttal.types import Analysis, CheckResult, EvidenceItem, Reply, Trace, Tr
 # A draft failing one of these cannot be posted; the others need a light edit at most.
 SEVERE = {"relevance", "contradiction", "faithfulness", "script", "truncation", "repetition"}
 REGENERATION_TEMPERATURE = 0.7
+# The generator's prompt forms, prompt name -> (answer schema, token limit): `generator` names the
+# claim, then replies; `draft_baseline` is the zero-shot baseline's call (its own short analysis,
+# then the reply, 400 tokens like the baseline) after the analyst's prefix, with FIRE's evidence.
+FORMS = {"generator": (ReplyDraft, 200), "draft_baseline": (BaselineOutput, 400)}
 
 
 def _string_field(raw: str, name: str, closed: bool) -> str | None:
@@ -51,11 +58,13 @@ def salvage_reply(raw: str) -> ReplyDraft | None:
     """The reply of an invalid JSON answer, mostly one cut off by the token limit (the 1.5B
     model sometimes writes on past 60 words): its text so far, for `first_sentences` to keep
     the complete sentences of."""
-    text = _string_field(raw, "reply", closed=False)
+    # the reply's field in each form: `reply` (generator), `counterspeech` (draft_baseline)
+    text = _string_field(raw, "reply", closed=False) or _string_field(raw, "counterspeech", closed=False)
     if text is None:
         return None
+    claim = _string_field(raw, "claim", closed=True) or _string_field(raw, "analyst_reasoning", closed=True)
     try:
-        return ReplyDraft(claim=(_string_field(raw, "claim", closed=True) or "")[:200], reply=text)
+        return ReplyDraft(claim=(claim or "")[:200], reply=text)
     except ValueError:  # too short to be a reply
         return None
 
@@ -110,7 +119,7 @@ def moves() -> dict[str, str]:
 def instructions() -> str:
     """Everything the generator's prompts tell the model, for the echo check (a reply that
     recites its instructions, seen on silver dev: "Show how different the people ...")."""
-    return " ".join([prompt("generator").template, *moves().values(), prompt("regenerate").template,
+    return " ".join([*(prompt(form).template for form in FORMS), *moves().values(), prompt("regenerate").template,
                      prompt("reply_system").template])
 
 
@@ -124,17 +133,17 @@ def named_target(target_group: str) -> str:
 
 def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], post: str,
                        adapt: Exemplar | None = None, uncertain: bool = False,
-                       advice: str = "") -> tuple[list[Message], str]:
-    """A fresh, short conversation: the post, its target, one move, fitting evidence. Neither the
-    analyst's reasoning nor the category list is in it: with them in context the 1.5B model
-    talked about the post ("The post is a stereotype ...") instead of answering it (issue 12)."""
-    template = prompt("generator")
+                       advice: str = "", form: str = "generator") -> tuple[list[Message], str]:
+    """The conversation for `form`, with fitting evidence (and, for a regeneration, the advice).
+    Neither form holds the analyst's reasoning: with it in context the 1.5B model talked about the
+    post ("The post is a stereotype ...") instead of answering it (issue 12)."""
+    template = prompt(form)
     adapt_block = ""
     if adapt is not None:
         adapt_block = (f'A person once answered a similar post with: "{clip(adapt.reply)}" '
                        "Reuse its idea only where it fits this post, in your own words.\n")
     move = moves()["uncertain" if uncertain else analysis.category.value]
-    version = f"{template.version}+{prompt('moves').version}"
+    version = template.version + (f"+{prompt('moves').version}" if "$move" in template.template else "")
     advice_block = ""
     if advice:  # a regeneration: the same task, with what the rejected draft got wrong
         retry = prompt("regenerate")
@@ -143,8 +152,12 @@ def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], pos
         post=quote_post(post), target_group=named_target(analysis.target_group), move=move,
         adapt_block=adapt_block, evidence_block=render_evidence(evidence), citation_rule=citation_rule(evidence),
         advice_block=advice_block, language="Chinese" if language(post) == "zh" else "English",
+        # the baseline's own prompt names no language: English posts get it unchanged
+        language_rule=" Write the counterspeech in Chinese." if language(post) == "zh" else "",
     )
     text = "\n".join(line for line in text.splitlines() if line.strip())
+    if form == "draft_baseline":  # after the analyst's own prefix, so llama.cpp reuses its cache
+        return [*post_prefix(post), {"role": "user", "content": text}], version
     messages: list[Message] = [{"role": "system", "content": prompt("reply_system").template.strip()},
                                {"role": "user", "content": text}]
     return messages, version
@@ -154,10 +167,14 @@ class Generator:
     """`compare`: when the first draft passes every check, sample one more and keep it only if it
     passes too and the model prefers it in both orders (choice.py)."""
 
-    def __init__(self, model: ChatModel, max_tokens: int = 200, encoder=None, max_regenerations: int = 2,
-                 compare: bool = False, draft_score=None):
+    def __init__(self, model: ChatModel, max_tokens: int | None = None, encoder=None, max_regenerations: int = 2,
+                 compare: bool = False, draft_score=None, form: str = "generator"):
+        if form not in FORMS:
+            raise ValueError(f"unknown generator form {form!r}; choose from {', '.join(FORMS)}")
         self.model = model
-        self.max_tokens = max_tokens
+        self.form = form
+        self.schema, own_limit = FORMS[form]
+        self.max_tokens = max_tokens or own_limit
         self.judge = DraftJudge(encoder, draft_score)
         self.max_regenerations = max_regenerations
         self.compare = compare
@@ -168,7 +185,7 @@ class Generator:
         same fault even when told about it."""
         temperature = 0.0 if attempt == 0 else REGENERATION_TEMPERATURE
         try:
-            result = generate_object(self.model, messages, ReplyDraft, max_tokens=self.max_tokens,
+            result = generate_object(self.model, messages, self.schema, max_tokens=self.max_tokens,
                                      temperature=temperature, seed=attempt)
         except StructuredOutputError as exc:
             step.record(exc)
@@ -204,7 +221,7 @@ class Generator:
             uncertain: bool = False) -> Reply | None:
         """`uncertain`: the category is below the category model's ambiguity cut, so the reply
         gets a move that does not depend on it."""
-        task, version = generator_messages(analysis, evidence, post, adapt, uncertain)
+        task, version = generator_messages(analysis, evidence, post, adapt, uncertain, form=self.form)
         messages = task  # later attempts add advice to the task
         step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=version, attempts=0))
         # What a draft may answer instead of the post: the exemplar post it was shown. (Evidence
@@ -222,7 +239,8 @@ class Generator:
             # The same task with advice added, not a conversation about the bad draft: shown its
             # draft and the problem, the 1.5B model answered the critique ("Sorry, but ...").
             advice = "; ".join(dict.fromkeys(r.detail.rsplit("; ", 1)[-1] for r in problems))
-            messages, step.prompt_version = generator_messages(analysis, evidence, post, adapt, uncertain, advice)
+            messages, step.prompt_version = generator_messages(analysis, evidence, post, adapt, uncertain, advice,
+                                                                  self.form)
         if not drafts:
             trace.flag("generator_failed")
             return None

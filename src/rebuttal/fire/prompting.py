@@ -138,6 +138,26 @@ class ReplyDraft(BaseModel):
     reply: str = Field(min_length=20)
 
 
+class BaselineOutput(BaseModel):
+    """The zero-shot baseline's one-call answer (FIRE paper, appendix A.11), also FIRE's
+    `baseline` draft form: the model analyses the post, then writes the reply."""
+
+    target_group: str = Field(max_length=40)
+    hs_type: HateType
+    analyst_reasoning: str = Field(max_length=400)
+    retrieval_query: str | None = Field(default=None, max_length=160)
+    retrieved_evidence: str | None = Field(default=None, max_length=600)
+    counterspeech: str = Field(min_length=20, max_length=900)
+
+    @property
+    def claim(self) -> str:
+        return self.analyst_reasoning
+
+    @property
+    def reply(self) -> str:
+        return self.counterspeech
+
+
 AnalystCategory = StrEnum("AnalystCategory", {**{t.name: t.value for t in HateType}, "none": "none"})
 
 
