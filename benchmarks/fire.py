@@ -35,7 +35,7 @@ DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
-LATENCY_OPTION = ROOT / "runs" / "bench" / f"{OPTION_ROWS.replace('fire', 'fire-latency', 1)}"
+LATENCY_OPTION = ROOT / "runs" / "bench" / OPTION_ROWS.replace("fire", "fire-latency", 1)  # fire-latency-draft-baseline
 DEV_REPLIES = "fire-dev-replies.jsonl"  # every graded reply's text (the draft score trains on it)
 # The draft checks were first developed by reading FIRE's drafts on the first 40 dev items; those
 # added on 2026-12-02 were read off an earlier run's drafts on all 106 (see the report's text).

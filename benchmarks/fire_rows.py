@@ -59,16 +59,16 @@ def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) 
     from rebuttal.fire.factory import build_system
     from rebuttal.types import FireResult
 
-    stored, done = results(source.stem, ids, source.parent), set(results(target.stem, ids, target.parent))
+    stored, done = results(source.stem, ids, source.parent), results(target.stem, ids, target.parent)
+    todo = [i for i in ids if i in stored and i not in done]
+    if not todo:
+        return 0  # nothing to write: the pipeline is not even built
     fire = build_system("fire", model=model, **settings)
-    written = 0
-    for item_id in ids:
-        if item_id in stored and item_id not in done:
-            redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")
-            with target.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(redone, ensure_ascii=False) + "\n")
-            written += 1
-    return written
+    for item_id in todo:
+        redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")
+        with target.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(redone, ensure_ascii=False) + "\n")
+    return len(todo)
 
 
 def drafted_by(rows: dict[str, dict]) -> str:

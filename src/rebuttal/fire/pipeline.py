@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,12 +129,7 @@ class FirePipeline:
             return FireResult(id=id, text=str(text)[:200] if isinstance(text, str) else "", system=system,
                               status="error", message=f"invalid input: {exc}")
         result = FireResult(id=id, text=post, system=system, status="ok")
-        try:
-            self._heal_and_care(result, reply)
-        except LLMError as exc:
-            result.status, result.message = "error", f"model backend failed: {exc}"
-            return result
-        return _flagged(result)
+        return _finished(result, lambda: self._heal_and_care(result, reply))
 
     def redraft(self, stored: FireResult) -> FireResult:
         """A stored FIRE result with its reply written again by this pipeline's generator, on the
@@ -147,12 +142,7 @@ class FirePipeline:
         result.trace.flags = [f for f in result.trace.flags if not f.startswith("draft_") and f != "generator_failed"]
         result.status, result.message = "ok", None
         assessment = self.assessor.assess(result.text, Trace())  # under a second: its vector and category
-        try:
-            self._reply(result, assessment, result.analysis)
-        except LLMError as exc:
-            result.status, result.message = "error", f"model backend failed: {exc}"
-            return result
-        return _flagged(result)
+        return _finished(result, lambda: self._reply(result, assessment, result.analysis))
 
     def _heal_and_care(self, result: FireResult, reply: bool) -> None:
         assessment = self.assessor.assess(result.text, result.trace)
@@ -261,8 +251,14 @@ class FirePipeline:
         return kept
 
 
-def _flagged(result: FireResult) -> FireResult:
-    """`ok` only when no stage raised a flag."""
+def _finished(result: FireResult, stages: Callable[[], None]) -> FireResult:
+    """`result` after `stages` ran on it: an error if the model backend failed, and `ok` only when
+    no stage raised a flag."""
+    try:
+        stages()
+    except LLMError as exc:
+        result.status, result.message = "error", f"model backend failed: {exc}"
+        return result
     if result.status == "ok" and result.trace.flags:
         result.status = "flagged"
         result.message = "needs a reviewer's attention: " + ", ".join(result.trace.flags)

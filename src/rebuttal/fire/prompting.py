@@ -139,8 +139,8 @@ class ReplyDraft(BaseModel):
 
 
 class BaselineOutput(BaseModel):
-    """The zero-shot baseline's one-call answer (FIRE paper, appendix A.11), also FIRE's
-    `baseline` draft form: the model analyses the post, then writes the reply."""
+    """The zero-shot baseline's one-call answer (FIRE paper, appendix A.11), also the answer of
+    FIRE's `draft_baseline` generator form: the model analyses the post, then writes the reply."""
 
     target_group: str = Field(max_length=40)
     hs_type: HateType
