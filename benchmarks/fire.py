@@ -7,7 +7,8 @@ blind grades with the reply rubric. Results: benchmarks/results/fire.md (written
     python benchmarks/fire.py report --n 106 --graded 106   # fire.md from the runs (+ grades, if present)
 
 `run` also writes FIRE's replies on the graded items again in the option form (reply_form=draft_baseline,
-on the stored analyses: runs/bench/fire-dev/fire-draft-baseline.jsonl); `latency --option` times it.
+on the stored analyses: runs/bench/fire-dev/fire-draft-baseline.jsonl; `latency --option` times it) and
+adapting the nearest human reply of a memory of silver train (adapt=True: fire-adapt-silver.jsonl).
 `--compare-drafts` runs and reports FIRE with best of two on (not the default) into
 runs/bench/fire-dev/fire-compare.jsonl and benchmarks/results/fire_best_of_two.md.
 
@@ -25,8 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
-from fire_rows import (OPTION_FORM, OPTION_ROWS, drafted_by, drop_gate_stopped, latency, only,  # noqa: E402
-                       option_label, percentile, rechecked, redraft_into, results, system_table)
+from fire_rows import (ADAPT_LABEL, ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, drafted_by, drop_gate_stopped,  # noqa: E402
+                       latency, only, option_label, percentile, rechecked, redraft_into, results, silver_memory,
+                       system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,9 +75,11 @@ def run(args) -> None:
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
     run_fire_batch(source_file(rows, f"dev_{args.n}"), fire_out, system="fire", model=model, **settings)
-    if not args.compare_drafts:  # the option form on the graded items, on the same analyses
-        redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", [r["id"] for r in rows[: args.graded]], model,
-                     reply_form=OPTION_FORM)
+    if not args.compare_drafts:  # the options on the graded items, on the same analyses
+        graded_ids = [r["id"] for r in rows[: args.graded]]
+        redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", graded_ids, model, reply_form=OPTION_FORM)
+        redraft_into(fire_out, OUT / f"{ADAPT_ROWS}.jsonl", graded_ids, model, adapt=True,
+                     memory_path=str(silver_memory(OUT / "silver-memory")))
 
 
 def run_latency(args) -> None:
@@ -138,7 +142,7 @@ def sheet(args) -> None:
     rows = dev_rows(args.n)
     ids = [r["id"] for r in rows]
     systems = [("fire", results(fire_rows(args), ids, OUT)), *((s, results(s, ids[: args.graded], OUT)) for s in BASELINES),
-               ("fire", results(OPTION_ROWS, ids[: args.graded], OUT))]  # the option form is FIRE too
+               *(("fire", results(name, ids[: args.graded], OUT)) for name in (OPTION_ROWS, ADAPT_ROWS))]  # FIRE too
     path = OUT / f"blind_sheet-{args.grader}.jsonl"
     count = write_sheet(systems, {r["id"]: r["hate_speech"] for r in rows}, args.grader, path, GRADES / DEV_REPLIES)
     print(f"{count} replies without a grade from {args.grader} -> {path}")
@@ -180,6 +184,31 @@ def adapt_coverage(rows: list[dict]) -> list[str]:
             "|---|---|---|---|", f"| {len(bank)} | {cells} |"]
 
 
+def adapt_section(rows: list[dict], fire: dict[str, dict], adapted: dict[str, dict]) -> list[str]:
+    """Adapting the nearest human reply: how often the shipped bank could, and FIRE with and without
+    it on the posts where a memory of all silver train gave a record to adapt."""
+    used = {i for i, r in adapted.items() if r.get("reply") and r["reply"].get("adapted_from")}
+    lines = ["## Adapting a human reply (`adapt`, off by default)", "",
+             "With the shipped bank few dev posts have a topically close record, so it could rarely apply:", "",
+             *adapt_coverage(rows), ""]
+    if not used:
+        return lines + ["No rows with a memory of silver train yet (`fire.py run`)."]
+    answered = sum(1 for r in adapted.values() if r.get("reply"))
+    return lines + [
+        f"With a memory of all silver train (both rounds, 3,862 records, `rebuttal memory build`; "
+        f"runs/bench/fire-dev/silver-memory) a record of the post's category with a human reply was at "
+        f"similarity >= {_adapt_cut()} (the memory's own space) for {len(used)} of the {answered} graded posts "
+        "FIRE answered. On those posts, the same stored analyses and evidence, graded blind:", "",
+        *grade_table([("fire (shipped: writes freely)", "fire", only(fire, used)),
+                      ("fire, adapt=True, memory of silver train", "fire", only(adapted, used))], "independent"), ""]
+
+
+def _adapt_cut() -> float:
+    from rebuttal.fire.pipeline import FireSettings
+
+    return FireSettings().adapt_min_similarity
+
+
 def report(args) -> None:
     rows = dev_rows(args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
@@ -189,7 +218,9 @@ def report(args) -> None:
     defaults = "shipped defaults" + (" + best of two (`--compare-drafts`; not the default)" if args.compare_drafts else "")
     same_items = {"fire": only(fire_all, graded_ids), **{s: rechecked(results(s, graded_ids, OUT)) for s in BASELINES}}
     option = rechecked(results(OPTION_ROWS, graded_ids, OUT))
+    adapted = rechecked(results(ADAPT_ROWS, graded_ids, OUT))
     forms = [(option_label(option), "fire", option)] if option else []
+    forms += [(ADAPT_LABEL, "fire", adapted)] if adapted else []
     # FIRE over all its items, the baselines over theirs, each on the posts the checks were built on and the rest
     parts = ((f"first {DEVELOPED_ON}", developed), (f"the other {len(ids) - DEVELOPED_ON}", set(ids) - developed))
     split = [(f"{name}, {part}", name, part_rows)
@@ -242,10 +273,7 @@ def report(args) -> None:
               "these grades; out of sample in benchmarks/results/fire_heldout.md):", "",
               *grade_table([("fire, rule checks only", "fire", results(fire_rows(args), ids, OUT)),
                             ("fire, rule checks + draft score (shipped)", "fire", fire_all)], "independent"), "",
-              "## Adapting a human reply: how often the shipped bank has one close enough", "",
-              "`adapt` (FIRE adapts the nearest human reply instead of writing freely) is off by default: "
-              "with the shipped bank few dev posts have a topically close record, so it could rarely apply.", "",
-              *adapt_coverage(rows), ""]
+              *adapt_section(rows, fire_all, adapted)]
     (RESULTS / ("fire_best_of_two.md" if args.compare_drafts else "fire.md")).write_text("\n".join(lines) + "\n",
                                                                                        encoding="utf-8")
     print("\n".join(lines))

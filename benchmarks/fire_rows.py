@@ -51,6 +51,27 @@ def option_label(rows: dict[str, dict]) -> str:
     return f"fire, option reply_form={OPTION_FORM} ({drafted_by(rows)}, same analyses)"
 
 
+# FIRE adapting the nearest human reply (FireSettings.adapt) from a memory of all silver train, the
+# memory a user who holds the data builds (`rebuttal memory build`): the shipped bank rarely has a
+# record close enough to adapt. Its rows: the default run's analyses, the reply redrafted.
+ADAPT_ROWS = "fire-adapt-silver"
+ADAPT_LABEL = "fire, option adapt=True with a memory of silver train (same analyses)"
+SILVER = Path(__file__).resolve().parents[2] / "shared" / "data" / "factualcs-silver"
+
+
+def silver_memory(folder: Path) -> Path:
+    """`rebuttal memory build --data train.jsonl --data train_round2.jsonl --out folder` (defaults:
+    the shipped SupCon head, k=5), built once."""
+    if not (folder / "records.jsonl").exists():
+        from rebuttal.memory.encoders import load_encoder
+        from rebuttal.memory.records import load_many
+        from rebuttal.memory.store import Memory
+
+        records = load_many([SILVER / "train.jsonl", SILVER / "train_round2.jsonl"])
+        Memory.build(records, load_encoder("default")).save(folder)
+    return folder
+
+
 def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) -> int:
     """FIRE's stored rows for `ids` with their replies written again by a generator with other
     `settings` (e.g. reply_form="draft_baseline"), on the stored analyses and evidence

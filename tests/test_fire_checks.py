@@ -91,6 +91,17 @@ def test_relevance_prefers_the_post_over_what_the_model_was_shown():
     assert relevance_problem(on_topic, post, np.zeros((0, 2))) is None
 
 
+def test_relevance_ignores_a_reworded_copy_of_the_post():
+    post = np.array([1.0, 0.0])
+    copy = np.array([[0.95, np.sqrt(1 - 0.95**2)]])  # the same post, reworded, in the memory
+    reply = copy[0] * 0.999 + post * 0.001
+    reply /= np.linalg.norm(reply)
+    assert reply @ copy[0] > reply @ post  # closer to the copy than to the post ...
+    assert relevance_problem(reply, post, copy) is None  # ... and still about the post
+    far = np.array([[0.5, np.sqrt(0.75)]])
+    assert relevance_problem(far[0], post, far) is not None  # an unrelated exemplar stays a rival
+
+
 def test_restatement_needs_a_long_unframed_copy():
     post = "Immigrants are flooding in and most of them end up as criminals living off benefits."
     assert restated_run("Most of them end up as criminals living off benefits, sadly.", post)

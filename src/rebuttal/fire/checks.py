@@ -26,6 +26,9 @@ RESTATE_MIN_WORDS = 5  # a shared run this long copies the claim rather than ref
 # Set by hand, not tuned: the 1.5B's off-topic replies we read sat well below it. In the silver
 # dev run it failed 1 of 84 FIRE replies (benchmarks/results/fire.md).
 MIN_POST_SIMILARITY = 0.25
+# MiniLM cosine from which a shown text counts as the post itself reworded (the silver memory holds
+# such copies of dev posts at 0.94-0.99); set by hand, not tuned.
+SAME_POST = 0.9
 
 
 # ------------------------------------------------------------------ evidence and the claim
@@ -199,8 +202,10 @@ def attribution_problem(text: str, post: str) -> Problem | None:
 def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.ndarray,
                       min_similarity: float = MIN_POST_SIMILARITY) -> Problem | None:
     """Off-topic: the reply is not about its post, or closer to another text it was shown
-    (an exemplar, an evidence item) than to the post. Vectors are L2-normalised."""
+    (an exemplar, an evidence item) than to the post. Vectors are L2-normalised. A text that is
+    nearly the post itself (a reworded copy in the memory) is no rival: answering it answers the post."""
     to_post = float(reply_vec @ post_vec)
+    others = others[others @ post_vec < SAME_POST] if len(others) else others
     closest_other = float((others @ reply_vec).max()) if len(others) else -1.0
     if to_post >= min_similarity and to_post >= closest_other:
         return None

@@ -30,7 +30,10 @@ class FireSettings:
     # Evidence must be about the post (MiniLM cosine to the post): chosen on graded silver dev
     # round-2 pairs, the highest F0.5 (benchmarks/results/evidence_fit.md).
     evidence_min_similarity: float = 0.45
-    adapt: bool = False  # adapt the nearest human reply of the category (not measured yet: off)
+    # Adapt the nearest human reply of the category: off. Measured with a memory of all silver train
+    # (the shipped bank rarely has a close record): as many usable replies as writing freely on 37
+    # graded dev posts, more unusable ones; the 1.5B mostly copied the human reply (fire.md).
+    adapt: bool = False
     adapt_min_similarity: float = 0.6
     # Bounded: each costs one more generation (~8 s on the 1.5B), and only a failed draft pays it;
     # the best of the (up to three) drafts is kept (benchmarks/results/fire.md).
