@@ -246,8 +246,9 @@ def report(args) -> None:
               "these same dev replies (rebuttal/learned/data/draft_score_card.md), so its effect on ok here is "
               "in-sample; benchmarks/results/fire_heldout.md measures it on posts it never saw. "
               "Each system's rows come from its latest run; `fire.py run` reruns only what is missing (and the "
-              "rows the gate stopped that today's recalibrated gate would pass: the other rows are what a rerun "
-              "would write, since the pipeline decodes greedily), so these "
+              "rows the gate stopped that today's recalibrated gate would pass; a rerun of the others would "
+              "mostly write the same text, as the pipeline decodes greedily, but not always: llama.cpp's greedy "
+              "output can change with what its cache held), so these "
               "latencies may come from different days beside different jobs. The latency target is read from the "
               "section below.", "",
               "## Latency: the three systems in turn on the same items", "",

@@ -22,8 +22,9 @@ def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
 
 def drop_gate_stopped(path: Path) -> int:
     """Drop the rows the gate stopped that today's gate would pass (its cuts were recalibrated since),
-    so the next run writes them again; every other row is what a rerun would write (the pipeline
-    decodes greedily). Returns how many were dropped."""
+    so the next run writes them again; every other row stays (the pipeline decodes greedily, so a
+    rerun mostly writes the same text, though llama.cpp's output can shift with its cache's
+    contents). Returns how many were dropped."""
     from rebuttal.learned.gate import SHIPPED, HateGate
 
     if not path.exists():
