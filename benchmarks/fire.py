@@ -26,14 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
-from fire_rows import (ADAPT_LABEL, ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, drafted_by, drop_gate_stopped,  # noqa: E402
-                       latency, only, option_label, percentile, rechecked, redraft_into, results, silver_memory,
-                       system_table)
+from fire_rows import (ADAPT_LABEL, ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, drafted_by,  # noqa: E402
+                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
+                       silver_memory, system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-DEV = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev.jsonl"
+DEV = SILVER / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"

@@ -21,7 +21,7 @@ from fire_grading import GRADER_BRIEF, GRADES, grade_table, write_sheet  # noqa:
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-ROUND2 = ROOT.parent / "shared" / "data" / "factualcs-silver" / "dev_round2.jsonl"
+ROUND2 = fire_rows.SILVER / "dev_round2.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-heldout"
 RESULTS = ROOT / "benchmarks" / "results" / "fire_heldout.md"
 REPLIES = GRADES / "fire-heldout-replies.jsonl"  # apart from dev's: the draft score never trains on these

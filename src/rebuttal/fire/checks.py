@@ -205,7 +205,7 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
     (an exemplar, an evidence item) than to the post. Vectors are L2-normalised. A text that is
     nearly the post itself (a reworded copy in the memory) is no rival: answering it answers the post."""
     to_post = float(reply_vec @ post_vec)
-    others = others[others @ post_vec < SAME_POST] if len(others) else others
+    others = others[others @ post_vec < SAME_POST]
     closest_other = float((others @ reply_vec).max()) if len(others) else -1.0
     if to_post >= min_similarity and to_post >= closest_other:
         return None
