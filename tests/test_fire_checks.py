@@ -58,6 +58,9 @@ def test_slur_in_the_reply_own_voice_but_not_a_quote_or_a_mention():
     assert slur_problem("Please don't call them retarded; say people with intellectual disabilities.") is None
     assert slur_problem("Slut-shaming blames women for the crimes of others.") is None
     assert slur_problem("Gay men and Jewish families live here in peace.") is None
+    assert slur_problem("Slurs such as faggot hurt real people.") is None
+    # seen in a held-out draft: "use" before the word is no mention of it
+    assert "beaner" in slur_problem("Homeowners who use beaner labor pay fair wages.").message
 
 
 def test_repetition_and_truncation():

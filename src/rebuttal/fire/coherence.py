@@ -153,8 +153,9 @@ def othering_problem(text: str) -> Problem | None:
 
 # Slurs and gendered insults seen in hate posts; a reply that uses one in its own voice insults the
 # people it defends (the 1.5B echoes the post's word: "Faggots are not a group of people"). A
-# quoted word or a mention ("don't call them X", "words like X") passes. Identity words (gay,
-# Jew, gypsy) are not here.
+# quoted word or a mention ("don't call them X", "words like X", "slurs such as X") passes; "use"
+# is no mention word ("homeowners who use beaner labor" is the slur in the reply's own voice).
+# Identity words (gay, Jew, gypsy) are not here.
 SLUR = re.compile(
     r"\b(?:fag(?:got)?s?|dykes?|trann(?:y|ies)|shemales?|retard(?:s|ed)?|mongoloids?|spastics?"
     r"|nigg(?:er|a)s?|coons?|kikes?|spics?|chinks?|gooks?|wetbacks?|beaners?|towelheads?|ragheads?"
@@ -162,8 +163,8 @@ SLUR = re.compile(
     re.IGNORECASE,
 )
 QUOTED = re.compile(r"[\"“'‘][^\"”’\n]{1,60}?[\"”'’]")
-MENTION = re.compile(r"\b(?:say|saying|said|call|calling|called|word|words|term|terms|use|using)\W+(?:\w+\W+){0,2}$",
-                     re.IGNORECASE)
+MENTION = re.compile(r"(?:\b(?:say|saying|said|call|calling|called|word|words|term|terms)\W+(?:\w+\W+){0,2}"
+                     r"|\b(?:slurs?|insults?|names?|labels?)\s+(?:like|such\s+as)\W+)$", re.IGNORECASE)
 
 
 def slur_problem(text: str) -> Problem | None:
