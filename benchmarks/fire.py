@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
-from fire_rows import (ADAPT_LABEL, ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, drafted_by,  # noqa: E402
-                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
+from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, drafted_by,  # noqa: E402
+                       adapt_label, drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
                        silver_memory, system_table)
 from provenance import header  # noqa: E402
 
@@ -219,8 +219,8 @@ def report(args) -> None:
     same_items = {"fire": only(fire_all, graded_ids), **{s: rechecked(results(s, graded_ids, OUT)) for s in BASELINES}}
     option = rechecked(results(OPTION_ROWS, graded_ids, OUT))
     adapted = rechecked(results(ADAPT_ROWS, graded_ids, OUT))
-    forms = [(option_label(option), "fire", option)] if option else []
-    forms += [(ADAPT_LABEL, "fire", adapted)] if adapted else []
+    forms = [(option_label(option, fire_all), "fire", option)] if option else []
+    forms += [(adapt_label(adapted, fire_all), "fire", adapted)] if adapted else []
     # FIRE over all its items, the baselines over theirs, each on the posts the checks were built on and the rest
     parts = ((f"first {DEVELOPED_ON}", developed), (f"the other {len(ids) - DEVELOPED_ON}", set(ids) - developed))
     split = [(f"{name}, {part}", name, part_rows)

@@ -71,14 +71,15 @@ def report(args) -> None:
     as_run = stored(list(gold))
     today = {system: fire_rows.rechecked(system_rows) for system, system_rows in as_run.items()}
     option = today.pop(fire_rows.OPTION_ROWS)
-    forms = [(f"{fire_rows.option_label(option)}, rule checks + draft score", "fire", option)] if option else []
+    label = fire_rows.option_label(option, today["fire"]) if option else ""
+    forms = [(f"{label}, rule checks + draft score", "fire", option)] if option else []
     lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
                    f"shuffle (seed {SEED}); no draft check, prompt or draft-score setting was read off these posts",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
                    "and draft score")
     shipped = f"fire (shipped: {fire_rows.drafted_by(as_run['fire'])})"
-    systems = {shipped: today["fire"], **({fire_rows.option_label(option): option} if option else {}),
+    systems = {shipped: today["fire"], **({label: option} if option else {}),
                "zero-shot": today["zero-shot"]}
     lines += ["## Systems", "", *fire_rows.system_table(systems, gold), "",
               "Status is re-read with today's checks and the shipped draft score (which only flags, never "

@@ -48,15 +48,26 @@ OPTION_FORM = "draft_baseline"
 OPTION_ROWS = "fire-draft-baseline"
 
 
-def option_label(rows: dict[str, dict]) -> str:
-    return f"fire, option reply_form={OPTION_FORM} ({drafted_by(rows)}, same analyses)"
+def option_label(rows: dict[str, dict], fire: dict[str, dict]) -> str:
+    return f"fire, option reply_form={OPTION_FORM} ({drafted_by(rows)}, {analyses_note(rows, fire)})"
+
+
+def adapt_label(rows: dict[str, dict], fire: dict[str, dict]) -> str:
+    return f"fire, option adapt=True with a memory of silver train ({analyses_note(rows, fire)})"
+
+
+def analyses_note(option: dict[str, dict], fire: dict[str, dict]) -> str:
+    """An option's rows are redrafts on FIRE's stored analyses; a FIRE row rerun since (e.g. after
+    a new category model) leaves that option row on the earlier analysis: say on how many."""
+    earlier = sum(1 for i, row in option.items() if i in fire and row.get("analysis") != fire[i].get("analysis"))
+    return "same analyses" if not earlier else (f"same analyses but {earlier} drafted on an earlier FIRE run's "
+                                                "analysis: FIRE's row was rerun since")
 
 
 # FIRE adapting the nearest human reply (FireSettings.adapt) from a memory of all silver train, the
 # memory a user who holds the data builds (`rebuttal memory build`): the shipped bank rarely has a
 # record close enough to adapt. Its rows: the default run's analyses, the reply redrafted.
 ADAPT_ROWS = "fire-adapt-silver"
-ADAPT_LABEL = "fire, option adapt=True with a memory of silver train (same analyses)"
 SILVER = Path(__file__).resolve().parents[2] / "shared" / "data" / "factualcs-silver"
 
 

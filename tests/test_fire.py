@@ -436,12 +436,15 @@ def test_evidence_about_something_else_is_not_given_to_the_generator(memory):
 class FixedCategoryModel:
     """A category model that always answers `stereotype` with the given confidence."""
 
-    uses_memory, ambiguous_below = False, 0.6
+    uses_memory, states = False, None
 
     def __init__(self, confidence):
         self.confidence = confidence
 
-    def predict(self, texts, vectors, scores=None):
+    def ambiguous_cut(self, with_states):
+        return 0.6
+
+    def predict(self, texts, vectors, scores=None, states=None):
         return [(HateType.stereotype, self.confidence, {t: float(t == HateType.stereotype) for t in HateType})
                 for _ in texts]
 

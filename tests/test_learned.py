@@ -188,3 +188,90 @@ def test_training_reads_each_text_s_states_once_across_trainings(monkeypatch, tm
     again = train_module.cached_pooled_states(spec, ["they are kind", "others are tall"])
     assert CountingReader.read == 3 and np.allclose(again[0], first[1])
     assert len(list((tmp_path / "gate-states" / "v2-m-l3-t8").glob("shard*.npz"))) == 3
+
+
+def _states_category_data():
+    """Texts whose words say nothing about the category (each number occurs once)."""
+    categories = list(HateType)
+    return [f"post {i} about people" for i in range(100)], [categories[i % 5] for i in range(100)]
+
+
+class NumberReader(MarkerReader):
+    """States that know the category the words hide: dimension (number mod 5) is set."""
+
+    def token_states(self, text):
+        words = text.split()
+        states = np.zeros((len(words), self.dim), np.float32)
+        states[:, int(words[1]) % 5] = 1.0
+        return words, states
+
+
+def test_category_states_part_learns_what_the_text_hides_and_falls_back_without_it(tmp_path):
+    from rebuttal.learned.category import train_category_model
+    from rebuttal.learned.gate import pooled_states
+
+    texts, labels = _states_category_data()
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(len(texts), 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    states = pooled_states(NumberReader(), texts)
+    spec = {"model": "no-such-model", "layers": 3, "max_tokens": 8}
+    model = train_category_model(texts, vectors, labels, states=states, states_spec=spec, states_c=1.0)
+    assert model.meta["out_of_fold_accuracy"] > 0.9 > model.meta["out_of_fold_accuracy_text"]
+    loaded = CategoryModel.load(model.save(tmp_path / "category.npz"))
+    assert loaded.states.spec == spec and loaded.states.weight == model.states.weight
+    fused = [c for c, _, _ in loaded.predict(texts[:5], vectors[:5], states=states[:5])]
+    assert fused == labels[:5]
+    assert np.allclose(loaded.predict_proba(texts[:5], vectors[:5], states=states[:5]),
+                       model.predict_proba(texts[:5], vectors[:5], states=states[:5]), atol=1e-4)
+    alone = loaded.predict_proba(texts[:5], vectors[:5])  # no states: the text part with its own temperature
+    assert np.allclose(alone, model.predict_proba(texts[:5], vectors[:5]), atol=1e-4)
+    assert loaded.ambiguous_cut(False) == loaded.ambiguous_below
+    assert loaded.ambiguous_cut(True) == loaded.states.ambiguous_below
+    with pytest.raises(Exception) as missing:  # its model is not installed
+        loaded.states.features(["a post"])
+    from rebuttal.learned.gate import MODEL_MISSING
+    assert isinstance(missing.value, MODEL_MISSING)
+
+
+def test_assessor_flags_a_category_model_whose_states_cannot_be_read():
+    from rebuttal.fire.assessor import Assessor
+    from rebuttal.learned.category import train_category_model
+    from rebuttal.learned.gate import pooled_states
+    from rebuttal.types import Trace
+
+    texts, labels = _states_category_data()
+
+    class Encoder:
+        def encode(self, batch):
+            out = np.ones((len(batch), 384), np.float32)
+            return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    spec = {"model": "no-such-model", "layers": 3, "max_tokens": 8}
+    model = train_category_model(texts, Encoder().encode(texts), labels,
+                                 states=pooled_states(NumberReader(), texts), states_spec=spec, states_c=1.0)
+    trace = Trace()
+    assessment = Assessor(Encoder(), category_model=model).assess("post 7 about people", trace)
+    assert assessment.category_fallback and assessment.category is not None
+    assert any("text part alone" in note for note in trace.steps[0].notes)
+
+
+def test_a_states_reader_reads_a_repeated_text_once(tmp_path):
+    """FIRE's gate and category model read the same post: one forward pass serves both."""
+    from rebuttal.llm.states import RECENT, ContextualStates
+
+    class Counting(ContextualStates):
+        passes = 0
+
+        def _forward(self, text):
+            Counting.passes += 1
+            return text.split(), np.full((len(text.split()), 4), float(len(text)), np.float32)
+
+    reader = Counting(tmp_path / "none.gguf")
+    first = reader.token_states("they are kind")
+    again = reader.token_states("they are kind")
+    assert Counting.passes == 1 and again[0] == first[0] and np.array_equal(again[1], first[1])
+    for i in range(RECENT):
+        reader.token_states(f"other text {i}")
+    reader.token_states("they are kind")  # pushed out by newer texts: read again
+    assert Counting.passes == RECENT + 2

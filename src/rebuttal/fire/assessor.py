@@ -20,6 +20,7 @@ class Assessment:
     category: HateType | None  # the combined category; None without any learned component
     confidence: float | None
     uncertain: bool  # the category model's confidence is below its ambiguity cut
+    category_fallback: bool  # the category model's states part could not run (no embedded model)
     view: MemoryView | None
     query: object | None  # the MemoryQuery, for its exemplars
 
@@ -60,32 +61,48 @@ class Assessor:
             view = query.view()
             votes.append(_vote("memory", _memory_probabilities(query.scores)))
         category = confidence = None
-        uncertain = False
-        notes_extra = ""
+        uncertain = fallback = False
+        notes_extra = []
         if self.category_model is not None and vector is not None:
+            model = self.category_model
             scores = None
-            if self.category_model.uses_memory:
+            if model.uses_memory:
                 own = query if self.category_memory is self.memory else None
                 scores = [(own or self.category_memory.query(post)).scores]
-            category, confidence, probabilities = self.category_model.predict([post], vector, scores)[0]
+            states, fallback = self._category_states(post)
+            category, confidence, probabilities = model.predict([post], vector, scores, states)[0]
             votes.append(_vote("classifier", probabilities))
-            uncertain = confidence < self.category_model.ambiguous_below
+            cut = model.ambiguous_cut(states is not None)
+            uncertain = confidence < cut
+            if fallback:
+                notes_extra.append("category from the text part alone: the embedded model's states could not be read")
             if uncertain:
-                notes_extra = f"uncertain category: confidence below {self.category_model.ambiguous_below:.2f}"
+                notes_extra.append(f"uncertain category: confidence below {cut:.2f}")
         elif view is not None:
             category, confidence = view.predicted, view.purity
         gate = self._gate(post, vector)
         notes = [f"{v.source}: {v.category.value}" for v in votes]
         if category is not None:
             notes.append(f"category {category.value} (confidence {confidence:.2f})")
-        if notes_extra:
-            notes.append(notes_extra)
+        notes.extend(notes_extra)
         if gate is not None:
             notes.append(f"gate {gate.score:.2f} vs threshold {gate.threshold:.2f}: "
                          + ("hateful" if gate.hateful else "not hateful"))
         trace.add(TraceStep(stage="assessor", latency_s=time.perf_counter() - started, attempts=0, notes=notes))
         return Assessment(vector[0] if vector is not None else None, gate, votes, category, confidence, uncertain,
-                          view, query)
+                          fallback, view, query)
+
+    def _category_states(self, post: str) -> tuple[np.ndarray | None, bool]:
+        """(the post's pooled states for the category model or None, whether that is a fallback)."""
+        from rebuttal.learned.gate import MODEL_MISSING
+
+        part = self.category_model.states
+        if part is None:
+            return None, False
+        try:
+            return part.features([post]), False
+        except MODEL_MISSING:
+            return None, True
 
     def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
         if self.gate is None:

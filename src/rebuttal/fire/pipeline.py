@@ -152,6 +152,8 @@ class FirePipeline:
         result.memory = assessment.view
         if assessment.gate is not None and assessment.gate.fallback:
             result.trace.flag("gate_fallback")
+        if assessment.category_fallback:
+            result.trace.flag("category_fallback")
         if assessment.hateful is False:
             self._not_hateful(result, assessment)
             return

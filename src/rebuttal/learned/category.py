@@ -7,6 +7,11 @@ with cross-entropy did no better while costing 90 MB of weights. The vectors car
 n-grams carry the cue words of the guidelines ("plan", "percent", "vermin"). The temperature is
 fitted on out-of-fold logits of train so that `confidence` (the top probability) means what it
 says; the confidence bands in analyst.md show it separates accurate from inaccurate items.
+
+A second linear model reads the embedded chat model's layer-14 states (the hate gate's features,
+so one forward pass serves both) and the two probabilities are averaged: on silver dev this beat
+either alone (benchmarks/results/analyst.md). Without the embedded model the text model alone
+decides, with its own temperature and cut, and FIRE flags `category_fallback`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ SHIPPED = Path(__file__).resolve().parent / "data" / "category.npz"
 MEMORY_WEIGHT = 4.0  # S_t are cosines near 0.3-0.7: scaled up so one L2 penalty suits both
 VECTOR_WEIGHT = 2.0  # unit vectors beside unit n-gram rows: chosen by train cross-validation
 DIM = 384
+# The states part: L2 C and its share of the averaged probabilities, chosen by 5-fold
+# cross-validation on silver train (states alone 0.697, text alone 0.688, averaged 0.724).
+STATES_C = 0.003
+STATES_WEIGHT = 0.5
 
 
 def memory_features(scores: list[dict[HateType, float]]) -> np.ndarray:
@@ -44,29 +53,66 @@ def features(texts: list[str], vectors: np.ndarray, memory_scores: list[dict[Hat
 
 
 @dataclass
+class StatesPart:
+    """The chat-model-states half of the category model; its standardisation is folded into coef."""
+
+    spec: dict  # the states reader: {"model", "layers", "max_tokens"} (the hate gate's)
+    coef: np.ndarray  # (5, 2 * hidden size)
+    intercept: np.ndarray  # (5,)
+    weight: float = 0.5  # its share of the averaged probabilities
+    temperature: float = 1.0  # of the averaged probabilities, fitted out of fold
+    ambiguous_below: float = 0.5
+
+    def features(self, texts: list[str]) -> np.ndarray:
+        """Pooled states of the texts; raises gate.MODEL_MISSING when the model is not installed."""
+        from rebuttal.learned.gate import pooled_states, shared_reader
+
+        return pooled_states(shared_reader(**self.spec), texts)
+
+    def mix(self, text_probabilities: np.ndarray, states: np.ndarray, temperature: float | None = None) -> np.ndarray:
+        own = softmax(np.atleast_2d(states) @ self.coef.T + self.intercept)
+        mixed = (1 - self.weight) * text_probabilities + self.weight * own
+        return softmax(np.log(mixed + 1e-12), self.temperature if temperature is None else temperature)
+
+
+@dataclass
 class CategoryModel:
     coef: np.ndarray  # (5, 384 + 2**18 [+ 5 memory scores]), mostly zeros: stored sparse
     intercept: np.ndarray  # (5,)
     temperature: float = 1.0
     ambiguous_below: float = 0.5  # confidence under this marks the category as uncertain
     meta: dict = field(default_factory=dict)
+    states: StatesPart | None = None
 
     @property
     def uses_memory(self) -> bool:
         return bool(self.meta.get("uses_memory"))
 
-    def predict_proba(self, texts: list[str], vectors: np.ndarray,
-                      memory_scores: list[dict[HateType, float]] | None = None) -> np.ndarray:
-        """(n, 5) probabilities over HateType (pass S_t if the model was trained with them)."""
+    def text_logits(self, texts: list[str], vectors: np.ndarray,
+                    memory_scores: list[dict[HateType, float]] | None = None) -> np.ndarray:
         if self.uses_memory and memory_scores is None:
             raise ValueError("this category model was trained with the memory's scores; pass them")
         x = features(texts, vectors, memory_scores if self.uses_memory else None)
-        return softmax(np.asarray(x @ self.coef.T) + self.intercept, self.temperature)
+        return np.asarray(x @ self.coef.T) + self.intercept
 
-    def predict(self, texts: list[str], vectors: np.ndarray, memory_scores=None) -> list[tuple[HateType, float, dict[HateType, float]]]:
+    def predict_proba(self, texts: list[str], vectors: np.ndarray,
+                      memory_scores: list[dict[HateType, float]] | None = None,
+                      states: np.ndarray | None = None) -> np.ndarray:
+        """(n, 5) probabilities over HateType (pass S_t if the model was trained with them, and
+        `states.features(texts)` if it has a states part: without them the text model decides)."""
+        logits = self.text_logits(texts, vectors, memory_scores)
+        if self.states is None or states is None:
+            return softmax(logits, self.temperature)
+        return self.states.mix(softmax(logits), states)
+
+    def ambiguous_cut(self, with_states: bool) -> float:
+        return self.states.ambiguous_below if with_states and self.states is not None else self.ambiguous_below
+
+    def predict(self, texts: list[str], vectors: np.ndarray, memory_scores=None,
+                states: np.ndarray | None = None) -> list[tuple[HateType, float, dict[HateType, float]]]:
         """(category, confidence, probabilities) per row."""
         out = []
-        for row in self.predict_proba(texts, vectors, memory_scores):
+        for row in self.predict_proba(texts, vectors, memory_scores, states):
             best = int(row.argmax())
             out.append((CATEGORIES[best], float(row[best]), {t: float(p) for t, p in zip(CATEGORIES, row)}))
         return out
@@ -79,26 +125,49 @@ class CategoryModel:
                             width=np.int64(self.coef.shape[1]), intercept=self.intercept,
                             temperature=np.float32(self.temperature),
                             ambiguous_below=np.float32(self.ambiguous_below),
-                            meta=np.array(json.dumps(self.meta)))
+                            meta=np.array(json.dumps(self.meta)), **self._states_arrays())
         return path
+
+    def _states_arrays(self) -> dict:
+        if self.states is None:
+            return {}
+        part = self.states
+        settings = {"spec": part.spec, "weight": part.weight, "temperature": part.temperature,
+                    "ambiguous_below": part.ambiguous_below}
+        return {"states_coef": part.coef.astype(np.float32), "states_intercept": part.intercept.astype(np.float32),
+                "states_settings": np.array(json.dumps(settings))}
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED) -> CategoryModel:
         with np.load(path) as data:
             coef = np.zeros((len(CATEGORIES), int(data["width"])), dtype=np.float32)
             coef[:, data["columns"]] = data["values"]
+            states = None
+            if "states_coef" in data:
+                states = StatesPart(coef=data["states_coef"], intercept=data["states_intercept"],
+                                    **json.loads(str(data["states_settings"])))
             return cls(coef=coef, intercept=data["intercept"], temperature=float(data["temperature"]),
-                       ambiguous_below=float(data["ambiguous_below"]), meta=json.loads(str(data["meta"])))
+                       ambiguous_below=float(data["ambiguous_below"]), meta=json.loads(str(data["meta"])),
+                       states=states)
 
 
-def fit(features: np.ndarray, labels: np.ndarray, c: float, seed: int = 13) -> tuple[np.ndarray, np.ndarray]:
+def fit(features, labels: np.ndarray, c: float, seed: int = 13, standardise: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial logistic regression; dense features can be standardised (folded into coef)."""
     from sklearn.linear_model import LogisticRegression
 
+    mean = scale = None
+    if standardise:
+        mean, scale = features.mean(axis=0), features.std(axis=0) + 1e-6
+        features = (features - mean) / scale
     model = LogisticRegression(C=c, max_iter=5000, random_state=seed).fit(features, labels)
+    weights, bias = model.coef_, model.intercept_
+    if standardise:
+        weights = weights / scale
+        bias = bias - weights @ mean
     coef = np.zeros((len(CATEGORIES), features.shape[1]), dtype=np.float32)
     intercept = np.full(len(CATEGORIES), -1e4, dtype=np.float32)  # a class absent from train never wins
-    coef[model.classes_] = model.coef_
-    intercept[model.classes_] = model.intercept_
+    coef[model.classes_] = weights
+    intercept[model.classes_] = bias
     return coef, intercept
 
 
@@ -109,28 +178,57 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(grid[int(np.argmin(losses))])
 
 
+def out_of_fold_logits(x, y: np.ndarray, split, fitter) -> np.ndarray:
+    """Each row's logits from `fitter(train rows)`, a (coef, intercept) fit without it."""
+    logits = np.zeros((len(y), len(CATEGORIES)), dtype=np.float32)
+    for train_idx, held_idx in split:
+        coef, intercept = fitter(train_idx)
+        logits[held_idx] = np.asarray(x[held_idx] @ coef.T) + intercept
+    return logits
+
+
+def calibrate(logits: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(temperature, ambiguity cut, accuracy) from out-of-fold logits."""
+    temperature = fit_temperature(logits, y)
+    probabilities = softmax(logits, temperature)
+    correct = probabilities.argmax(axis=1) == y
+    return temperature, ambiguity_cut(probabilities.max(axis=1), correct), float(correct.mean())
+
+
 def train_category_model(texts: list[str], vectors: np.ndarray, labels: list[HateType], *, c: float = 4.0,
                          memory_scores: list[dict[HateType, float]] | None = None,
-                         folds: int = 5, seed: int = 13, meta: dict | None = None) -> CategoryModel:
-    """Fit on everything; fit the temperature and the ambiguity cut on out-of-fold logits."""
+                         states: np.ndarray | None = None, states_spec: dict | None = None,
+                         states_c: float = STATES_C, folds: int = 5, seed: int = 13, meta: dict | None = None) -> CategoryModel:
+    """Fit on everything; fit the temperature and the ambiguity cut on out-of-fold logits. With
+    `states` (pooled chat-model states of the texts, read by `states_spec`) a states part is
+    trained on the same folds and calibrated on the averaged out-of-fold probabilities."""
     from sklearn.model_selection import StratifiedKFold
 
     x = features(texts, vectors, memory_scores)
     y = np.array([CATEGORIES.index(t) for t in labels])
-    logits = np.zeros((len(y), len(CATEGORIES)), dtype=np.float32)
-    for train_idx, held_idx in StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y):
-        coef, intercept = fit(x[train_idx], y[train_idx], c, seed)
-        logits[held_idx] = np.asarray(x[held_idx] @ coef.T) + intercept
-    temperature = fit_temperature(logits, y)
-    probabilities = softmax(logits, temperature)
-    confidence = probabilities.max(axis=1)
-    correct = probabilities.argmax(axis=1) == y
-    ambiguous_below = ambiguity_cut(confidence, correct)
-    coef, intercept = fit(x, y, c, seed)
+    split = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+    logits = out_of_fold_logits(x, y, split, lambda rows: fit(x[rows], y[rows], c, seed))
+    temperature, ambiguous_below, accuracy = calibrate(logits, y)
     info = {"c": c, "folds": folds, "seed": seed, "records": len(y), "uses_memory": memory_scores is not None,
-            "out_of_fold_accuracy": float(correct.mean()), "temperature": temperature,
+            "out_of_fold_accuracy": accuracy, "out_of_fold_accuracy_text": accuracy, "temperature": temperature,
             "vector_weight": VECTOR_WEIGHT, **(meta or {})}
-    return CategoryModel(coef, intercept, temperature, ambiguous_below=ambiguous_below, meta=info)
+    model = CategoryModel(*fit(x, y, c, seed), temperature, ambiguous_below=ambiguous_below, meta=info)
+    if states is not None:
+        info["states_c"] = states_c
+        model.states, info["out_of_fold_accuracy"] = train_states_part(states, y, softmax(logits), states_spec,
+                                                                       split, states_c, seed)
+    return model
+
+
+def train_states_part(states: np.ndarray, y: np.ndarray, text_probabilities: np.ndarray, spec: dict | None,
+                      split, c: float, seed: int) -> tuple[StatesPart, float]:
+    """The states half and the out-of-fold accuracy of the averaged model."""
+    logits = out_of_fold_logits(states, y, split, lambda rows: fit(states[rows], y[rows], c, seed, True))
+    part = StatesPart(dict(spec or {}), np.zeros(0), np.zeros(0), weight=STATES_WEIGHT)
+    mixed = np.log((1 - part.weight) * text_probabilities + part.weight * softmax(logits) + 1e-12)
+    part.temperature, part.ambiguous_below, accuracy = calibrate(mixed, y)
+    part.coef, part.intercept = fit(states, y, c, seed, True)
+    return part, accuracy
 
 
 def ambiguity_cut(confidence: np.ndarray, correct: np.ndarray, target: float = 0.5) -> float:

@@ -22,15 +22,19 @@ def train_category_command(
     out: Annotated[Path, typer.Option("--out", help="folder for category.npz and its model card")],
     dev: Annotated[list[str] | None, typer.Option("--dev", help="dev file(s), scored for the model card")] = None,
     c: Annotated[float, typer.Option(help="inverse L2 strength")] = 4.0,
+    states: Annotated[bool, typer.Option(help="add a part reading the embedded chat model's states (needs the "
+                                              "embedded qwen2.5-1.5b; ~0.5 s a record once, cached)")] = True,
 ) -> None:
     """Train FIRE's category model; REBUTTAL_CATEGORY_MODEL=OUT/category.npz makes FIRE use it."""
-    from rebuttal.memory.records import DatasetError
+    from rebuttal.learned.gate import MODEL_MISSING
     from rebuttal.learned.train import train_category
+    from rebuttal.memory.records import DatasetError
 
     try:
-        model = train_category(data, out, c=c, dev=dev)
-    except (DatasetError, FileNotFoundError) as exc:
-        typer.secho(f"error: {exc}", fg="red", err=True)
+        model = train_category(data, out, c=c, dev=dev, states=states)
+    except (DatasetError, *MODEL_MISSING) as exc:
+        hint = " (or train without the chat model's states: --no-states)" if states else ""
+        typer.secho(f"error: {exc}{hint}", fg="red", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"out-of-fold accuracy {model.meta['out_of_fold_accuracy']:.3f} on {model.meta['records']} records"
                + (f"; dev {model.meta['dev']['accuracy']:.3f}" if "dev" in model.meta else "") + f" -> {out}")

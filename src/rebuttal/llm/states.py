@@ -14,12 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from rebuttal import config
 from rebuttal.optional import require
+
+
+RECENT = 4  # texts whose states a reader keeps in memory
 
 
 def text_key(text: str) -> str:
@@ -35,6 +39,8 @@ class ContextualStates:
         self._load_lock = threading.Lock()
         self.cache = StateCache(cache, source=self.path.name) if cache else None
         self._dim: int | None = None
+        # The last few texts' states: FIRE's hate gate and category model read the same post.
+        self._recent: OrderedDict[str, tuple[list[int], np.ndarray]] = OrderedDict()
 
     @property
     def dim(self) -> int:
@@ -69,14 +75,24 @@ class ContextualStates:
     def token_states(self, text: str) -> tuple[list[int], np.ndarray]:
         """The first `max_tokens` tokens of `text` and their states, (n_tokens, dim) float32."""
         with self._lock:
-            tokens = self._tokens(text.encode("utf-8"))
-            while len(tokens) > self.max_tokens:
-                # The cut text can tokenize differently at its edge (two tokens merge, or a split
-                # character is dropped): the states are those of the text the model reads.
-                tokens = self._tokens(self.llm.detokenize(tokens[:self.max_tokens]).decode("utf-8", "ignore").encode())
-            if not tokens:
-                return tokens, np.zeros((0, self.dim), dtype=np.float32)
-            states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
+            if text in self._recent:
+                self._recent.move_to_end(text)
+                return self._recent[text]
+            tokens, states = self._forward(text)
+            self._recent[text] = (tokens, states)
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return tokens, states
+
+    def _forward(self, text: str) -> tuple[list[int], np.ndarray]:
+        tokens = self._tokens(text.encode("utf-8"))
+        while len(tokens) > self.max_tokens:
+            # The cut text can tokenize differently at its edge (two tokens merge, or a split
+            # character is dropped): the states are those of the text the model reads.
+            tokens = self._tokens(self.llm.detokenize(tokens[:self.max_tokens]).decode("utf-8", "ignore").encode())
+        if not tokens:
+            return tokens, np.zeros((0, self.dim), dtype=np.float32)
+        states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
         if len(states) != len(tokens):
             raise ValueError(f"llama.cpp returned {len(states)} states for {len(tokens)} tokens")
         return tokens, states
