@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, drafted_by,  # noqa: E402
-                       adapt_label, drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
+                       adapt_label, drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results, rule_checks_only,
                        silver_memory, system_table)
 from provenance import header  # noqa: E402
 
@@ -272,7 +272,7 @@ def report(args) -> None:
               "", *grade_table(split, "independent"), "",
               f"FIRE on all {args.n} items, `ok` with and without the draft score (in-sample: it was trained on "
               "these grades; out of sample in benchmarks/results/fire_heldout.md):", "",
-              *grade_table([("fire, rule checks only", "fire", results(fire_rows(args), ids, OUT)),
+              *grade_table([("fire, rule checks only", "fire", rule_checks_only(results(fire_rows(args), ids, OUT))),
                             ("fire, rule checks + draft score (shipped)", "fire", fire_all)], "independent"), "",
               *adapt_section(rows, fire_all, adapted)]
     (RESULTS / ("fire_best_of_two.md" if args.compare_drafts else "fire.md")).write_text("\n".join(lines) + "\n",

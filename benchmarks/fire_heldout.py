@@ -87,12 +87,12 @@ def report(args) -> None:
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
               "Fresh instances of the same AI-agent grader as benchmarks/results/fire.md, with the same brief "
               f"(benchmarks/grades/{GRADER_BRIEF}) and the systems hidden. The first two rows are FIRE's "
-              "replies with `ok` as the run wrote it (rule checks only) and with the draft score: the draft "
+              "replies with `ok` from the rule checks alone and with the draft score: the draft "
               "score was trained on dev round-1 grades only, so the difference between them is out of sample. "
               f"The option's replies were written on FIRE's stored analyses and evidence (FirePipeline.redraft, "
               f"`reply_form={fire_rows.OPTION_FORM}`); it was measured on silver dev round 1 first "
               "(benchmarks/results/fire.md), not chosen on these posts.", "",
-              *grade_table([(f"{shipped}, rule checks only", "fire", as_run["fire"]),
+              *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rule_checks_only(as_run["fire"])),
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
               ""]

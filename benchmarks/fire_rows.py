@@ -45,6 +45,7 @@ def drop_gate_stopped(path: Path) -> int:
 # FIRE's generator form measured beside the default (FireSettings.reply_form) and the file of its
 # rows: the default run's analyses with the replies redrafted in that form (redraft_into).
 OPTION_FORM = "draft_baseline"
+REVIEW_FLAG = "draft_review_score"  # the draft score's flag (a failed `review_score` check)
 OPTION_ROWS = "fire-draft-baseline"
 
 
@@ -175,6 +176,16 @@ def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
         return "flagged" if failing else "ok"
 
     return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
+
+
+def rule_checks_only(rows: dict[str, dict]) -> dict[str, dict]:
+    """Rows with the status the rule checks alone give: a reply flagged only by the draft score
+    (in a run made after it shipped) counts as ok."""
+    def status(row: dict) -> str:
+        flags = row.get("trace", {}).get("flags", [])
+        return "ok" if row["status"] == "flagged" and flags == [REVIEW_FLAG] else row["status"]
+
+    return {i: {**row, "status": status(row)} for i, row in rows.items()}
 
 
 def only(rows: dict[str, dict], ids) -> dict[str, dict]:
