@@ -69,10 +69,11 @@ class StatesPart:
 
         return pooled_states(shared_reader(**self.spec), texts)
 
-    def mix(self, text_probabilities: np.ndarray, states: np.ndarray, temperature: float | None = None) -> np.ndarray:
+    def mix(self, text_probabilities: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """The weighted average of the text part's and this part's probabilities, calibrated."""
         own = softmax(np.atleast_2d(states) @ self.coef.T + self.intercept)
         mixed = (1 - self.weight) * text_probabilities + self.weight * own
-        return softmax(np.log(mixed + 1e-12), self.temperature if temperature is None else temperature)
+        return softmax(np.log(mixed + 1e-12), self.temperature)
 
 
 @dataclass
