@@ -68,14 +68,15 @@ def main() -> None:
     for split_name, dev in (("dev round 1", dev1), ("dev both rounds", dev1 + dev2)):
         texts, gold = [r.hate_speech for r in dev], [r.category for r in dev]
         vectors = minilm.encode(texts)
-        scores = [q.scores for q in bank.query_batch(texts)] if shipped.uses_memory else None
+        queries = bank.query_batch(texts)
+        scores = [q.scores for q in queries] if shipped.uses_memory else None
         states = cached_pooled_states(shipped.states.spec, texts) if shipped.states is not None else None
         started = time.perf_counter()
         learned = shipped.predict(texts, vectors, scores, states)
         per_post_ms = 1000 * (time.perf_counter() - started) / len(texts)
         text_alone = shipped.predict(texts, vectors, scores) if states is not None else None
         lines += [
-            row(f"{split_name}: shipped bank kNN t̂ (210 records)", gold, [q.predicted for q in bank.query_batch(texts)]),
+            row(f"{split_name}: shipped bank kNN t̂ (210 records)", gold, [q.predicted for q in queries]),
             row(f"{split_name}: silver-train memory kNN t̂", gold, [q.predicted for q in silver_memory.query_batch(texts)]),
             row(f"{split_name}: LR on MiniLM + n-grams, no memory", gold, [p[0] for p in vector_only.predict(texts, vectors)]),
             row(f"{split_name}: **shipped category model**", gold, [p[0] for p in learned],

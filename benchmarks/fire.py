@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
-from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, drafted_by,  # noqa: E402
-                       adapt_label, drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results, rule_checks_only,
-                       silver_memory, system_table)
+from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, drafted_by,  # noqa: E402
+                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
+                       rule_checks_only, silver_memory, system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,7 +45,6 @@ def drop_gate_stopped(path: Path) -> int:
 # FIRE's generator form measured beside the default (FireSettings.reply_form) and the file of its
 # rows: the default run's analyses with the replies redrafted in that form (redraft_into).
 OPTION_FORM = "draft_baseline"
-REVIEW_FLAG = "draft_review_score"  # the draft score's flag (a failed `review_score` check)
 OPTION_ROWS = "fire-draft-baseline"
 
 
@@ -176,6 +175,9 @@ def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
         return "flagged" if failing else "ok"
 
     return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
+
+
+REVIEW_FLAG = "draft_review_score"  # the draft score's flag (a failed `review_score` check)
 
 
 def rule_checks_only(rows: dict[str, dict]) -> dict[str, dict]:

@@ -72,8 +72,12 @@ class StatesPart:
     def mix(self, text_probabilities: np.ndarray, states: np.ndarray) -> np.ndarray:
         """The weighted average of the text part's and this part's probabilities, calibrated."""
         own = softmax(np.atleast_2d(states) @ self.coef.T + self.intercept)
-        mixed = (1 - self.weight) * text_probabilities + self.weight * own
-        return softmax(np.log(mixed + 1e-12), self.temperature)
+        return softmax(averaged_logits(text_probabilities, own, self.weight), self.temperature)
+
+
+def averaged_logits(text_probabilities: np.ndarray, states_probabilities: np.ndarray, weight: float) -> np.ndarray:
+    """Log of the weighted average of the two parts' probabilities (a temperature then calibrates it)."""
+    return np.log((1 - weight) * text_probabilities + weight * states_probabilities + 1e-12)
 
 
 @dataclass
@@ -225,11 +229,9 @@ def train_states_part(states: np.ndarray, y: np.ndarray, text_probabilities: np.
                       split, c: float, seed: int) -> tuple[StatesPart, float]:
     """The states half and the out-of-fold accuracy of the averaged model."""
     logits = out_of_fold_logits(states, y, split, lambda rows: fit(states[rows], y[rows], c, seed, True))
-    part = StatesPart(dict(spec or {}), np.zeros(0), np.zeros(0), weight=STATES_WEIGHT)
-    mixed = np.log((1 - part.weight) * text_probabilities + part.weight * softmax(logits) + 1e-12)
-    part.temperature, part.ambiguous_below, accuracy = calibrate(mixed, y)
-    part.coef, part.intercept = fit(states, y, c, seed, True)
-    return part, accuracy
+    temperature, cut, accuracy = calibrate(averaged_logits(text_probabilities, softmax(logits), STATES_WEIGHT), y)
+    coef, intercept = fit(states, y, c, seed, True)
+    return StatesPart(dict(spec or {}), coef, intercept, STATES_WEIGHT, temperature, cut), accuracy
 
 
 def ambiguity_cut(confidence: np.ndarray, correct: np.ndarray, target: float = 0.5) -> float:

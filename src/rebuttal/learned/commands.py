@@ -100,7 +100,8 @@ def train_draft_score_command(
     grades: Annotated[Path, typer.Option("--grades", help="their blind grades "
                                                           "(benchmarks/grades/fire-dev-independent.jsonl)")],
     out: Annotated[Path, typer.Option("--out", help="folder for draft_score.npz and its model card")],
-    keep: Annotated[float | None, typer.Option(help="share of usable replies the cut passes out of fold (default: the one chosen on dev, see the model card)")] = None,
+    keep: Annotated[float | None, typer.Option(help="share of usable replies the cut passes out of fold "
+                                                    "(default: the one chosen on dev, see the model card)")] = None,
 ) -> None:
     """Train FIRE's draft score; REBUTTAL_DRAFT_SCORE_MODEL=OUT/draft_score.npz makes FIRE use it."""
     from rebuttal.learned.draft_score import train_draft_score

@@ -87,10 +87,11 @@ def keep_cut(scores: np.ndarray, usable: np.ndarray, keep: float) -> float:
 def train_draft_score(replies: str | Path, grades: str | Path, out: str | Path, *, c: float = 1.0,
                       keep: float | None = None, folds: int = 10) -> DraftScore:
     """Cut and scores from grouped out-of-fold predictions; the shipped head is fit on all rows."""
-    keep = KEEP if keep is None else keep
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.llm.embeddings import load_minilm
+
+    keep = KEEP if keep is None else keep
 
     rows = graded_replies(replies, grades)
     if len(rows) < 4 * folds:
