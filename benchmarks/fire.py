@@ -70,7 +70,7 @@ def run(args) -> None:
     graded = source_file(rows[: args.graded], f"dev_{args.graded}")
     # FIRE first on the graded items, then the baselines on the same items, then FIRE on the rest.
     fire_out, settings = OUT / f"{fire_rows(args)}.jsonl", {"compare_drafts": args.compare_drafts}
-    print(f"{drop_gate_stopped(fire_out)} rows the recalibrated gate would now pass are run again")
+    print(f"{drop_gate_stopped(fire_out)} rows the gate stopped that today's gate passes are run again")
     run_fire_batch(graded, fire_out, system="fire", model=model, **settings)
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)

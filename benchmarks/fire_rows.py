@@ -21,23 +21,22 @@ def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
 
 
 def drop_gate_stopped(path: Path) -> int:
-    """Drop the rows the gate stopped that today's gate would pass (its cuts were recalibrated since),
-    so the next run writes them again; every other row stays (the pipeline decodes greedily, so a
-    rerun mostly writes the same text, though llama.cpp's output can shift with its cache's
-    contents). Returns how many were dropped."""
+    """Drop the rows the gate stopped that today's gate would pass (it was retrained or its cuts
+    recalibrated since: each stopped post is scored again), so the next run writes them again;
+    every other row stays (the pipeline decodes greedily, so a rerun mostly writes the same text,
+    though llama.cpp's output can shift with its cache's contents). Returns how many were dropped."""
     from rebuttal.learned.gate import SHIPPED, HateGate
 
     if not path.exists():
         return 0
-    cuts = {lang: g.threshold for lang, g in HateGate.load(SHIPPED).gates.items()}
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-    def passes_now(row: dict) -> bool:
-        gate = (row.get("analysis") or {}).get("gate") or {}
-        lang = gate.get("reason", "").split(" ")[0]
-        return row["status"] == "not_hateful" and lang in cuts and gate["score"] >= cuts[lang] and not gate["hateful"]
-
-    kept = [row for row in rows if not passes_now(row)]
+    stopped = [row for row in rows if row["status"] == "not_hateful"]
+    if not stopped:
+        return 0
+    gate = HateGate.load(SHIPPED)
+    scored = gate.scores([row["text"] for row in stopped])
+    passes = {row["id"] for row, (score, used, _) in zip(stopped, scored) if score >= used.threshold}
+    kept = [row for row in rows if row["id"] not in passes]
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in kept))
     return len(rows) - len(kept)
 
@@ -88,14 +87,21 @@ def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) 
     """FIRE's stored rows for `ids` with their replies written again by a generator with other
     `settings` (e.g. reply_form="draft_baseline"), on the stored analyses and evidence
     (FirePipeline.redraft: the gate, analyst and search do not run again), so two generator settings
-    compare reply for reply. Resumable: rows already in `target` are kept. Returns how many were written."""
+    compare reply for reply. Resumable: rows already in `target` drafted on the source row's
+    analysis are kept; one whose FIRE row was rerun since (a new gate or category model) is
+    drafted again. Returns how many were written."""
     from rebuttal.fire.factory import build_system
     from rebuttal.types import FireResult
 
     stored, done = results(source.stem, ids, source.parent), results(target.stem, ids, target.parent)
-    todo = [i for i in ids if i in stored and i not in done]
+    current = {i for i, row in done.items() if i in stored and row.get("analysis") == stored[i].get("analysis")}
+    todo = [i for i in ids if i in stored and i not in current]
     if not todo:
         return 0  # nothing to write: the pipeline is not even built
+    stale = set(done) - current
+    if stale:  # kept rows stay as they are, in their order
+        lines = [line for line in target.read_text().splitlines() if line.strip()]
+        target.write_text("".join(line + "\n" for line in lines if json.loads(line).get("id") not in stale))
     fire = build_system("fire", model=model, **settings)
     for item_id in todo:
         redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")
@@ -157,9 +163,11 @@ def system_table(systems: dict[str, dict[str, dict]], gold: dict[str, str]) -> l
 
 def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
     """A system's rows as today's checks see them: an ok reply that fails a text check added since
-    its run (baselines run only the text checks) or the shipped draft score counts as flagged. The
-    draft score only flags, never rewrites, so this is the status a rerun would give (the stored
-    file is left as it is)."""
+    its run (baselines run only the text checks), scores below the shipped draft score's cut or
+    stands on reasoning that calls the post harmless counts as flagged. These only flag, never
+    rewrite, so this is the status a rerun would give (the stored file is left as it is); a text
+    check added since a FIRE run would also have asked for a redraft, which only a rerun shows."""
+    from rebuttal.fire.coherence import reasoning_denies_hate
     from rebuttal.fire.generator import DraftJudge, reply_problems
     from rebuttal.learned.draft_score import DraftScore
     from rebuttal.llm.embeddings import load_minilm
@@ -172,7 +180,7 @@ def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
         text, post = row["reply"]["text"], row["text"]
         review = judge.review(text, post)
         failing = reply_problems(text, post, row_evidence(row)) or (review is not None and not review.passed)
-        return "flagged" if failing else "ok"
+        return "flagged" if failing or reasoning_denies_hate(row["analysis"]["reasoning"]) else "ok"
 
     return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}
 

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "gate.md"
 SILVER_DEV = DATA / "factualcs-silver" / "dev.jsonl"
+SILVER_DEV2 = DATA / "factualcs-silver" / "dev_round2.jsonl"
 
 
 def rates(rows, scores, threshold) -> tuple[float, float, int, int]:
@@ -57,7 +58,8 @@ def main() -> None:
              for name, g in gates.items()}
     lines = header("Hate gate on the HateCheck dev halves", split="HateCheck dev half (English) and Multilingual "
                    "HateCheck dev half (Mandarin), template-held-out 5-fold cross-validation (the gates train on "
-                   "these halves); silver dev round 1 (hateful posts FIRE must answer; no gate trains on it)",
+                   "these halves); silver dev rounds 1 and 2 (hateful posts FIRE must answer; no gate trains on them; round 1 "
+                   "chose how many silver train posts the English gate reads, round 2 was not looked at for it)",
                    model="none for the vote (the gate alone; FIRE adds the LLM's vote); a states gate reads qwen2.5-1.5b's hidden states",
                    memory="the chat model's layer-14 states (states gates); all-MiniLM-L6-v2 + word n-grams "
                    "(English linear gates), MiniLM token states (token head), character n-grams (Chinese linear "
@@ -67,21 +69,21 @@ def main() -> None:
     lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
               "Held-out scores are those `rebuttal learned train-gate` records when it trains a gate (the same "
               "template folds that chose its threshold). `silver dev hateful called hateful`: the share of the "
-              "hateful silver dev round-1 posts at or above the threshold, the gate's recall on the kind of post "
-              "FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
+              "hateful silver dev posts at or above the threshold (round 1; round 2 in brackets), the gate's "
+              "recall on the kind of post FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
               "MiniLM vectors FIRE computes anyway are not counted; a states gate's includes its forward pass, one "
               "case at a time).", "",
               "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
-              "| silver dev hateful called hateful | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
+              "| silver dev hateful called hateful, round 1 [round 2] | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
     tables, bands = [], []
     encoder = load_minilm()
-    silver = [r.text for r in datasets.silver_posts([SILVER_DEV]) if r.hateful]
+    silver = [[r.text for r in datasets.silver_posts([path]) if r.hateful] for path in (SILVER_DEV, SILVER_DEV2)]
     for lang in ("en", "zh"):
         hatecheck = datasets.hatecheck(DATA, lang)
         texts = [r.text for r in hatecheck]
         vectors = encoder.encode(texts)
-        own = [t for t in silver if language(t) == lang]  # encoded once, scored by every gate
-        own_vectors = encoder.encode(own)
+        own = [[t for t in posts if language(t) == lang] for posts in silver]  # encoded once, scored by every gate
+        own_vectors = [encoder.encode(posts) for posts in own]
         for name, gate in gates.items():
             if name != "shipped" and kinds[name][lang] == kinds["shipped"][lang]:
                 continue  # the same kind of model for this language: the shipped rows stand for it
@@ -112,11 +114,15 @@ def variants(gate, name: str, kind: str, lang: str, hatecheck):
         yield f"{name} fallback ({info['model']})", gate.fallbacks[lang], np.array(info["held_out_scores"])
 
 
-def silver_recall(gate, lang: str, texts: list[str], vectors, encoder) -> str:
-    if not texts:
+def silver_recall(gate, lang: str, rounds: list[list[str]], vectors: list, encoder) -> str:
+    """"called/posts (share)" on round 1, round 2's in brackets."""
+    if not any(rounds):
         return " n/a (no posts in this language) |"
-    called = int((gate.score(texts, vectors if gate.uses_vectors else None, lang, encoder) >= gate.threshold).sum())
-    return f" {called}/{len(texts)} ({called / len(texts):.2f}) |"
+    shares = []
+    for texts, rows in zip(rounds, vectors):
+        called = int((gate.score(texts, rows if gate.uses_vectors else None, lang, encoder) >= gate.threshold).sum())
+        shares.append(f"{called}/{len(texts)} ({called / len(texts):.2f})")
+    return f" {shares[0]} [{shares[1]}] |"
 
 
 def recorded_held_out(gate, lang: str, hatecheck, name: str) -> np.ndarray:

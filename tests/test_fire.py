@@ -291,6 +291,14 @@ def test_baselines_return_the_same_fields(memory, kind):
         assert result.evidence == []  # model-written evidence is never presented as retrieved
 
 
+def test_a_baseline_reply_behind_reasoning_that_calls_the_post_harmless_is_flagged():
+    out = {"target_group": "Immigrants", "hs_type": "stereotype", "retrieval_query": None,
+           "analyst_reasoning": "The post is not hateful, just an opinion.",
+           "counterspeech": "Many people in this group prove the opposite every day."}
+    result = Baseline("zero-shot", ScriptedChatModel([out])).respond("they always fail")
+    assert result.status == "flagged" and result.trace.flags == ["analyst_reasoning_contradicts"]
+
+
 def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
     rows = [{"id": "a", "text": "they are vermin"}, {"id": "b", "text": ""}, {"hate_speech": "they are vermin too", "id": "c"}]
     source = tmp_path / "in.jsonl"
@@ -389,6 +397,23 @@ def test_the_stance_is_not_asked_when_the_gate_is_sure(memory):
     result = pipeline(model, memory, gate=FixedGate(0.9, sure=0.85), gate_vote="stance").respond("I hate migrants.")
     assert len(model.calls) == 2 and not any(s.stage == "stance" for s in result.trace.steps)
     assert result.reply is not None
+
+
+@pytest.mark.parametrize("reasoning,flagged", [
+    ("The post is not hateful at all, but rather a factual statement about migrants.", True),
+    ("It is a neutral claim about a group.", True),
+    ("A sweeping generalisation that calls all migrants lazy.", False)])
+def test_a_reply_behind_reasoning_that_calls_the_post_harmless_is_flagged(memory, reasoning, flagged):
+    """The 1.5B analyst can say "hateful" in its category and "not hateful" in its reasoning; the
+    review page shows that reasoning beside the reply, so the reply is not `ok`."""
+    from fakes import FixedGate
+
+    reply = {"claim": "the claim", "reply": "People who move here work, pay taxes and raise families like anyone else."}
+    model = ScriptedChatModel([{**analysis("nonfactual", query=None), "reasoning": reasoning}, reply])
+    result = pipeline(model, memory, gate=FixedGate(0.9, sure=0.85)).respond("I hate migrants of all types.")
+    assert result.reply is not None
+    assert (result.trace.flags == ["analyst_reasoning_contradicts"]) is flagged
+    assert (result.status == "flagged") is flagged
 
 
 def test_a_draft_answering_the_exemplar_is_replaced_by_one_answering_the_post():

@@ -231,3 +231,10 @@ def test_research_is_allowed_only_when_it_rests_on_the_evidence():
     assert source_problem("The census data show that 90 percent of their children speak English.", post, evidence) is None
     assert source_problem("According to the APA, bilingual children do well.", post, evidence)  # not what [1] says
     assert source_problem("Their children speak English like everyone else.", post, []) is None
+
+
+def test_not_all_the_same_is_no_concession():
+    from rebuttal.fire.coherence import concession_problem
+
+    assert concession_problem("Muslims are not all the same: they are millions of different people.") is None
+    assert concession_problem("Immigrants are not always a burden.")

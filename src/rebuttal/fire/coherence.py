@@ -32,18 +32,28 @@ def longest_run(source: list[str], reply: list[str]):
     return SequenceMatcher(None, source, reply, autojunk=False).find_longest_match()
 
 
+# Calls the post harmless: in a reply or in the analyst's reasoning behind a reply, it contradicts
+# the decision to answer.
+HATE_DENIAL = (r"\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+               r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
+               r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in))")
 CONTRADICTION = re.compile(
     r"\bnot\s+(?:inherently|necessarily|entirely|completely|simply|just\s+an?)\b"  # half-denials: "not inherently worse"
     r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern|perspective"
     r"|position|stance|sentiment|feelings?)"
     r"|\bI\s+understand\s+the\s+(?:sentiment|feeling|frustration)\s+behind\b|\bnot\s+everyone\s+is\s+created\s+equal\b"
     r"|^\W*yes\b"  # "Yes, they should." (silver dev): agreeing with the post
-    r"|\b(?:(?:is|was|are|it's)\s+not\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
-    r"|(?:isn'?t|aren'?t|wasn'?t)\s+(?:really\s+)?(?:hateful|hate\s*speech|offensive|harmful|discriminatory)"
-    r"|not\s+hateful\s+at\s+all|nothing\s+(?:hateful|offensive)\s+(?:about|in)"
-    r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!])",
+    rf"|{HATE_DENIAL}"
+    r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!]",
     re.IGNORECASE,
 )
+# The analyst's reasoning calling the post harmless or a neutral mention (seen on silver dev behind
+# posts the gate called hateful: "It is not hateful at all, but rather a factual statement").
+REASONING_DENIAL = re.compile(HATE_DENIAL + r"|\bneutral\s+(?:claim|statement|mention|description)\b", re.IGNORECASE)
+
+
+def reasoning_denies_hate(reasoning: str) -> bool:
+    return REASONING_DENIAL.search(reasoning) is not None
 
 
 def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem | None:
@@ -74,6 +84,9 @@ CONCESSION = re.compile(
     # inferior", "While it's true that some Muslims may be ...". ("I understand the concern" is not
     # here: on dev 2 of the 3 drafts that said it were graded usable.)
     r"|\bnot\s+(?:always|universally|necessarily|entirely)\s+(?:true|accurate|correct|the\s+case)\b"
+    # "Islam is not all about hate", "flags are not appropriate for all students": only part of
+    # the claim denied (silver dev: 4 drafts, none usable); "they are not all the same" is fine
+    r"|\b(?:are|is)\s+not\s+(?:always|all)\b(?!\s+(?:the\s+same|alike)\b)|\bnot\s+(?:\w+\s+)?for\s+all\b"
     r"|\b(?:while|although|though)\s+it(?:'s|\s+is)\s+true\b",
     re.IGNORECASE,
 )
@@ -229,9 +242,17 @@ def circular_reason(text: str) -> str | None:
     return None
 
 
+# A run of this many words said twice is a sentence said again with a word changed ("It is (also)
+# important to recognize that women have a wide range of ..."). Chosen on the graded silver dev
+# drafts: 8 words flag 7 drafts the sentence check missed, 1 of them graded usable (6 and 7
+# words: 2 usable; 10: 5 caught).
+TWICE_WORDS = 8
+
+
 def repetition_problem(text: str) -> Problem | None:
-    """A sentence said twice, one 6-word phrase three times (a decoding loop; human replies repeat
-    short phrases on purpose, "you have the right to ..."), or a reason that repeats its claim."""
+    """A sentence said twice (or again with a word changed: an 8-word run twice), one 6-word
+    phrase three times (a decoding loop; human replies repeat short phrases on purpose, "you have
+    the right to ..."), or a reason that repeats its claim."""
     sentences = [" ".join(words(s)) for s in SENTENCE.findall(text)]
     sentences = [s for s in sentences if len(s.split()) >= 3]
     repeated = [s for s, n in Counter(sentences).items() if n > 1]
@@ -241,6 +262,8 @@ def repetition_problem(text: str) -> Problem | None:
     tokens = words(text)
     grams = Counter(tuple(tokens[i : i + 6]) for i in range(len(tokens) - 5))
     looping = [g for g, n in grams.items() if n >= 3]
+    runs = Counter(tuple(tokens[i : i + TWICE_WORDS]) for i in range(len(tokens) - TWICE_WORDS + 1))
+    looping += [g for g, n in runs.items() if n >= 2]
     if not repeated and not looping:
         return None
     example = repeated[0] if repeated else " ".join(looping[0])

@@ -48,7 +48,7 @@ def train_gate_command(
     max_fpr: Annotated[float, typer.Option(help="share of non-hateful HateCheck dev cases allowed at or above "
                                                 "`sure`, where the LLM can no longer veto a reply")] = 0.15,
     english: Annotated[str, typer.Option(help="English gate: `states` (the embedded chat model's layer-14 states, "
-                                              "the shipped kind; ~25 min to read them; a linear fallback is kept), "
+                                              "the shipped kind; ~45 min to read them; a linear fallback is kept), "
                                               "`linear` (MiniLM + word n-grams, ~10 min) or `head` (token head over "
                                               "MiniLM, ~25 min)")] = "states",
     chinese: Annotated[str, typer.Option(help="Chinese gate: `states` (the embedded chat model's layer-14 states, "

@@ -79,10 +79,12 @@ def hatecheck(root: Path, lang: str) -> list[LabelledText]:
                          group=f"{r['functionality']}:{r['templ_id']}") for r in rows]
 
 
-def gate_corpus(root: Path, lang: str, per_source: int = 6000, seed: int = 13) -> list[LabelledText]:
+def gate_corpus(root: Path, lang: str, per_source: int = 6000, seed: int = 13,
+                whole: tuple[str, ...] = ()) -> list[LabelledText]:
     """Everything we hold for one language, at most `per_source` rows of each source and label
     (a fixed-seed sample: the Gab and implicit-hate negatives would otherwise drown the rest and
-    take most of the encoding time). HateCheck is not included: callers add its dev half."""
+    take most of the encoding time) except the sources in `whole`, kept entire. HateCheck is not
+    included: callers add its dev half."""
     if lang == "zh":
         rows = state_toxicn(root)
     else:
@@ -93,4 +95,4 @@ def gate_corpus(root: Path, lang: str, per_source: int = 6000, seed: int = 13) -
         groups[(row.source, row.hateful)].append(row)
     rng = random.Random(seed)
     return [row for key in sorted(groups) for row in
-            (groups[key] if len(groups[key]) <= per_source else rng.sample(groups[key], per_source))]
+            (groups[key] if len(groups[key]) <= per_source or key[0] in whole else rng.sample(groups[key], per_source))]
