@@ -23,14 +23,16 @@ def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
 def drop_gate_stopped(path: Path) -> int:
     """Drop the rows the gate stopped that today's gate would pass (it was retrained or its cuts
     recalibrated since: each stopped post is scored again), so the next run writes them again;
-    every other row stays (the pipeline decodes greedily, so a rerun mostly writes the same text,
-    though llama.cpp's output can shift with its cache's contents). Returns how many were dropped."""
+    every other row stays, among them posts the LLM's vote stopped after the gate passed them (the
+    pipeline decodes greedily, so a rerun mostly writes the same text, though llama.cpp's output
+    can shift with its cache's contents). Returns how many were dropped."""
     from rebuttal.learned.gate import SHIPPED, HateGate
 
     if not path.exists():
         return 0
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    stopped = [row for row in rows if row["status"] == "not_hateful"]
+    stopped = [row for row in rows if row["status"] == "not_hateful"
+               and not ((row.get("analysis") or {}).get("gate") or {}).get("hateful")]
     if not stopped:
         return 0
     gate = HateGate.load(SHIPPED)
