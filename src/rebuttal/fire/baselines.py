@@ -4,7 +4,7 @@ similar memory record with its category and evidence)."""
 
 from __future__ import annotations
 
-from rebuttal.fire.coherence import reasoning_denies_hate
+from rebuttal.fire.coherence import flag_reasoning
 from rebuttal.fire.prompting import BaselineOutput, Exemplar, prompt, shared_prefix
 from rebuttal.fire.generator import reply_problems
 from rebuttal.llm import ChatModel, LLMError, StructuredOutputError, generate_object
@@ -78,8 +78,7 @@ class Baseline:
         if problems:
             step.notes.append("reply check: " + "; ".join(problems))
             result.trace.flag("reply_check_failed")
-        if reasoning_denies_hate(value.analyst_reasoning):
-            result.trace.flag("analyst_reasoning_contradicts")
+        flag_reasoning(value.analyst_reasoning, result.trace)
         if result.trace.flags:
             result.status = "flagged"
         return result

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from rebuttal.learned.text import CJK, LATIN, language
+from rebuttal.types import Trace
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -54,6 +55,16 @@ REASONING_DENIAL = re.compile(HATE_DENIAL + r"|\bneutral\s+(?:claim|statement|me
 
 def reasoning_denies_hate(reasoning: str) -> bool:
     return REASONING_DENIAL.search(reasoning) is not None
+
+
+REASONING_FLAG = "analyst_reasoning_contradicts"
+
+
+def flag_reasoning(reasoning: str, trace: Trace) -> None:
+    """A reply that stands on reasoning calling the post harmless is flagged (FIRE and the
+    baselines alike): the review page shows that reasoning beside the reply."""
+    if reasoning_denies_hate(reasoning):
+        trace.flag(REASONING_FLAG)
 
 
 def _found(pattern: re.Pattern, text: str, check: str, advice: str) -> Problem | None:

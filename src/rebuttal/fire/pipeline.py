@@ -10,7 +10,7 @@ import numpy as np
 
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
-from rebuttal.fire.coherence import reasoning_denies_hate
+from rebuttal.fire.coherence import flag_reasoning
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
 from rebuttal.llm import ChatModel, LLMError
@@ -169,8 +169,7 @@ class FirePipeline:
             result.status = "not_hateful"
             result.message = f"No reply: the analyst judged the post not hateful. {analysis.reasoning}"
             return
-        if reasoning_denies_hate(analysis.reasoning):
-            result.trace.flag("analyst_reasoning_contradicts")  # the review page would show a reason against the reply
+        flag_reasoning(analysis.reasoning, result.trace)
         if analysis.category in self.settings.evidence_for and analysis.search_query:
             # The post's own words help the lexical half of the search when the query is vague.
             query = f"{analysis.search_query} {result.text}"[:300]

@@ -1,0 +1,47 @@
+"""The benchmark rows kept in git (benchmarks/fire_rows.py archive/restore): no post text goes in,
+and a new machine gets the rows back with their posts."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fire_rows  # noqa: E402
+
+ROWS = [{"id": "a", "text": "post a", "status": "ok", "reply": {"text": "reply a"}},
+        {"id": "b", "text": "post b", "status": "not_hateful", "reply": None}]
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(fire_rows, "ARCHIVE", tmp_path / "kept")
+    return tmp_path / "kept"
+
+
+def test_archived_rows_hold_no_post_text(tmp_path, kept):
+    write(tmp_path / "run" / "fire.jsonl", ROWS)
+    fire_rows.archive(tmp_path / "run", ("fire", "zero-shot"))  # no zero-shot rows: nothing written
+    assert [sorted(r) for r in read(kept / "run" / "fire.jsonl")] == [["id", "reply", "status"]] * 2
+    assert not (kept / "run" / "zero-shot.jsonl").exists()
+
+
+def test_restore_puts_the_posts_back_and_never_overwrites(tmp_path, kept):
+    write(tmp_path / "run" / "fire.jsonl", ROWS)
+    fire_rows.archive(tmp_path / "run", ("fire",))
+    fresh = tmp_path / "fresh" / "run"
+    fire_rows.restore(fresh, ("fire",), {"a": "post a"})  # b's post is not in this data: b is left out
+    assert read(fresh / "fire.jsonl") == [ROWS[0]]
+    write(fresh / "fire.jsonl", ROWS[1:])
+    fire_rows.restore(fresh, ("fire",), {"a": "post a", "b": "post b"})
+    assert read(fresh / "fire.jsonl") == ROWS[1:]
