@@ -298,10 +298,12 @@ def main() -> None:
     posts = {r["id"]: r["hate_speech"] for r in dev_rows(10**6)}
     for folder, systems in kept.items():
         restore(folder, systems, posts)  # a new machine starts from the rows kept in git
-    {"run": run, "latency": run_latency, "sheet": sheet, "report": report}[args.mode](args)
-    if args.mode in ("run", "latency"):
-        for folder, systems in kept.items():
-            archive(folder, systems)
+    try:
+        {"run": run, "latency": run_latency, "sheet": sheet, "report": report}[args.mode](args)
+    finally:  # a stopped run keeps what it wrote too
+        if args.mode in ("run", "latency"):
+            for folder, systems in kept.items():
+                archive(folder, systems)
 
 
 if __name__ == "__main__":

@@ -112,9 +112,11 @@ def main() -> None:
         sys.exit(f"needs the silver dev round-2 split at {ROUND2}")
     posts = {r["id"]: r["hate_speech"] for r in sample(10**6)}
     fire_rows.restore(OUT, KEPT, posts)  # a new machine starts from the rows kept in git
-    {"run": run, "sheet": sheet, "report": report}[args.mode](args)
-    if args.mode == "run":
-        fire_rows.archive(OUT, KEPT)
+    try:
+        {"run": run, "sheet": sheet, "report": report}[args.mode](args)
+    finally:  # a stopped run keeps what it wrote too
+        if args.mode == "run":
+            fire_rows.archive(OUT, KEPT)
 
 
 if __name__ == "__main__":

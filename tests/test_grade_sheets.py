@@ -1,0 +1,56 @@
+"""Grading sheets split over grader instances and merged back (benchmarks/grade_sheets.py): every
+key of a part must come back exactly once with a known verdict; new grades and second grades of
+earlier-graded replies go to different files."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fire_grading  # noqa: E402
+import grade_sheets  # noqa: E402
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def grades(tmp_path, monkeypatch):
+    folder = tmp_path / "grades"
+    folder.mkdir()
+    write(folder / "fire-dev-independent.jsonl", [{"key": "old", "verdict": "usable", "why": "on topic: fine"}])
+    monkeypatch.setattr(fire_grading, "GRADES", folder)
+    monkeypatch.setattr(grade_sheets, "GRADES", folder)
+    monkeypatch.setattr(grade_sheets, "REGRADES", folder / "fire-dev-regrades.jsonl")
+    return folder
+
+
+def test_split_then_merge_keeps_new_grades_and_regrades_apart(tmp_path, grades):
+    sheet = tmp_path / "sheet.jsonl"
+    write(sheet, [{"key": k, "post": "p", "reply": "r"} for k in ("a", "b", "old")])
+    grade_sheets.split(argparse.Namespace(sheet=sheet, parts=2, anchors=0, seed=0))
+    for part in (tmp_path / "sheet.part0.jsonl", tmp_path / "sheet.part1.jsonl"):
+        keys = [json.loads(line)["key"] for line in part.read_text().splitlines()]
+        write(part.with_suffix(".graded.jsonl"), [{"key": k, "verdict": "fixable", "why": "x"} for k in keys])
+    grade_sheets.merge(argparse.Namespace(sheet=sheet))
+    new = [json.loads(line) for line in (grades / "fire-dev-independent.jsonl").read_text().splitlines()]
+    again = [json.loads(line) for line in (grades / "fire-dev-regrades.jsonl").read_text().splitlines()]
+    assert sorted(g["key"] for g in new) == ["a", "b", "old"] and new[0]["verdict"] == "usable"
+    assert again == [{"key": "old", "verdict": "fixable", "why": "x"}]
+
+
+def test_merge_refuses_a_part_with_a_missing_key_or_unknown_verdict(tmp_path, grades):
+    sheet = tmp_path / "sheet.jsonl"
+    write(tmp_path / "sheet.part0.jsonl", [{"key": k, "post": "p", "reply": "r"} for k in ("a", "b")])
+    write(tmp_path / "sheet.part0.graded.jsonl", [{"key": "a", "verdict": "usable", "why": "x"}])
+    with pytest.raises(SystemExit, match="missing 1"):
+        grade_sheets.merge(argparse.Namespace(sheet=sheet))
+    write(tmp_path / "sheet.part0.graded.jsonl", [{"key": "a", "verdict": "usable", "why": "x"},
+                                                  {"key": "b", "verdict": "great", "why": "x"}])
+    with pytest.raises(SystemExit, match="no known verdict"):
+        grade_sheets.merge(argparse.Namespace(sheet=sheet))
+    assert not (grades / "fire-dev-regrades.jsonl").exists()
