@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 
-def _rows(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -18,7 +18,7 @@ def _write(path: Path, rows: list[dict]) -> None:
 
 def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
     path = folder / f"{system}.jsonl"
-    return {row["id"]: row for row in _rows(path) if row.get("id") in ids} if path.exists() else {}
+    return {row["id"]: row for row in read_jsonl(path) if row.get("id") in ids} if path.exists() else {}
 
 
 # The rows of every run, kept in git without the posts (the data stays out of it): a new machine
@@ -32,7 +32,7 @@ def archive(folder: Path, systems: tuple[str, ...]) -> None:
         if (path := folder / f"{system}.jsonl").exists():
             (ARCHIVE / folder.name).mkdir(parents=True, exist_ok=True)
             _write(ARCHIVE / folder.name / path.name, [{k: v for k, v in row.items() if k != "text"}
-                                                     for row in _rows(path)])
+                                                     for row in read_jsonl(path)])
 
 
 def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> None:
@@ -42,7 +42,7 @@ def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> No
         kept, path = ARCHIVE / folder.name / f"{system}.jsonl", folder / f"{system}.jsonl"
         if kept.exists() and not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
-            _write(path, [{**row, "text": posts[row["id"]]} for row in _rows(kept) if row.get("id") in posts])
+            _write(path, [{**row, "text": posts[row["id"]]} for row in read_jsonl(kept) if row.get("id") in posts])
 
 
 def drop_gate_stopped(path: Path) -> int:
@@ -55,7 +55,7 @@ def drop_gate_stopped(path: Path) -> int:
 
     if not path.exists():
         return 0
-    rows = _rows(path)
+    rows = read_jsonl(path)
     stopped = [row for row in rows if row["status"] == "not_hateful"
                and not ((row.get("analysis") or {}).get("gate") or {}).get("hateful")]
     if not stopped:
@@ -127,7 +127,7 @@ def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) 
         return 0  # nothing to write: the pipeline is not even built
     stale = set(done) - current
     if stale:  # kept rows stay as they are, in their order
-        _write(target, [row for row in _rows(target) if row.get("id") not in stale])
+        _write(target, [row for row in read_jsonl(target) if row.get("id") not in stale])
     fire = build_system("fire", model=model, **settings)
     for item_id in todo:
         redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")

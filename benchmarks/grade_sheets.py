@@ -17,14 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADERS, GRADES, VERDICTS, load_grades  # noqa: E402
-from fire_rows import SILVER  # noqa: E402
+from fire_rows import SILVER, read_jsonl  # noqa: E402
 
 REGRADES = GRADES / "fire-dev-regrades.jsonl"
 REPLY_FILES = (GRADES / "fire-dev-replies.jsonl", GRADES / "fire-heldout-replies.jsonl")
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _append(path: Path, rows: list[dict]) -> None:
@@ -36,17 +32,17 @@ def anchors(count: int, seed: int) -> list[dict]:
     """`count` graded replies not graded twice yet, as sheet lines with their posts from the data."""
     if not count:
         return []
-    posts = {r["id"]: r["hate_speech"] for name in ("dev.jsonl", "dev_round2.jsonl") for r in _lines(SILVER / name)}
+    posts = {r["id"]: r["hate_speech"] for name in ("dev.jsonl", "dev_round2.jsonl") for r in read_jsonl(SILVER / name)}
     graded = load_grades("independent")
-    regraded = {g["key"] for g in _lines(REGRADES)} if REGRADES.exists() else set()
-    pool = [r for path in REPLY_FILES for r in _lines(path)
+    regraded = {g["key"] for g in read_jsonl(REGRADES)} if REGRADES.exists() else set()
+    pool = [r for path in REPLY_FILES for r in read_jsonl(path)
             if r["key"] in graded and r["key"] not in regraded and r["item"] in posts]
     return [{"key": r["key"], "post": posts[r["item"]], "reply": r["reply"]}
             for r in random.Random(seed).sample(pool, count)]
 
 
 def split(args) -> None:
-    entries = _lines(args.sheet)
+    entries = read_jsonl(args.sheet)
     extra = anchors(args.anchors * args.parts, args.seed)
     for k in range(args.parts):
         part = entries[k::args.parts] + extra[k::args.parts]
@@ -59,7 +55,7 @@ def split(args) -> None:
 def checked(part: Path) -> list[dict]:
     """The grader's lines for `part`, each key exactly once with a known verdict and a reason."""
     graded = part.with_suffix(".graded.jsonl")
-    rows, keys = _lines(graded), {e["key"] for e in _lines(part)}
+    rows, keys = read_jsonl(graded), {e["key"] for e in read_jsonl(part)}
     seen = [r["key"] for r in rows]
     if sorted(seen) != sorted(keys):
         sys.exit(f"{graded}: keys differ from {part} (missing {len(keys - set(seen))}, extra {len(set(seen) - keys)}, "
