@@ -4,6 +4,7 @@ status today's checks and draft score give them, and the table both reports prin
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -24,15 +25,46 @@ def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
 # The rows of every run, kept in git without the posts (the data stays out of it): a new machine
 # starts from them, so reports regenerate and runs resume without hours of LLM calls.
 ARCHIVE = Path(__file__).resolve().parent / "runs"
+COPIED_RUN = 5  # words in a row copied from the post: masked in what is kept (queries, claims, notes)
+
+
+def masked(value, post_words: list[str]):
+    """`value` (a row's field) with every run of COPIED_RUN words copied from the post replaced by
+    [post]: the analyst's query and the generator's claim note often quote the post whole."""
+    if isinstance(value, dict):
+        return {k: masked(v, post_words) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v, post_words) for v in value]
+    if not isinstance(value, str):
+        return value
+    run = min(COPIED_RUN, len(post_words)) or 1
+    grams = {tuple(post_words[i:i + run]) for i in range(len(post_words) - run + 1)}
+    words = list(re.finditer(r"\w+", value))
+    hidden = [False] * len(words)
+    for i in range(len(words) - run + 1):
+        if tuple(w.group().lower() for w in words[i:i + run]) in grams:
+            hidden[i:i + run] = [True] * run
+    out, end = [], 0
+    for i, word in enumerate(words):
+        if hidden[i] and (i == 0 or not hidden[i - 1]):
+            out.append(value[end:word.start()] + "[post]")
+        if hidden[i]:
+            end = word.end()
+    return "".join(out) + value[end:]
 
 
 def archive(folder: Path, systems: tuple[str, ...]) -> None:
-    """Copy each system's rows in `folder` to benchmarks/runs/<folder name>/, minus the post."""
+    """Copy each system's rows in `folder` to benchmarks/runs/<folder name>/ without the post:
+    its text is left out and copies of it are masked everywhere but in the reply (whose text keys
+    its grade; the replies are committed in benchmarks/grades/ too)."""
     for system in systems:
         if (path := folder / f"{system}.jsonl").exists():
             (ARCHIVE / folder.name).mkdir(parents=True, exist_ok=True)
-            _write(ARCHIVE / folder.name / path.name, [{k: v for k, v in row.items() if k != "text"}
-                                                     for row in read_jsonl(path)])
+            kept = []
+            for row in read_jsonl(path):
+                post_words = re.findall(r"\w+", row.get("text", "").lower())
+                kept.append({k: v if k == "reply" else masked(v, post_words) for k, v in row.items() if k != "text"})
+            _write(ARCHIVE / folder.name / path.name, kept)
 
 
 def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> None:

@@ -45,3 +45,17 @@ def test_restore_puts_the_posts_back_and_never_overwrites(tmp_path, kept):
     write(fresh / "fire.jsonl", ROWS[1:])
     fire_rows.restore(fresh, ("fire",), {"a": "post a", "b": "post b"})
     assert read(fresh / "fire.jsonl") == ROWS[1:]
+
+
+def test_copies_of_the_post_are_masked_outside_the_reply(tmp_path, kept):
+    post = "Those women are all the same: stupid and unreliable."
+    row = {"id": "a", "text": post, "status": "ok", "reply": {"text": "Those women are all the same? No."},
+           "analysis": {"search_query": "women stereotype Those women are all the same stupid"},
+           "trace": {"steps": [{"notes": [f"draft 1 answers the claim: {post}", "draft 1: all checks passed"]}]}}
+    write(tmp_path / "run" / "fire.jsonl", [row])
+    fire_rows.archive(tmp_path / "run", ("fire",))
+    [stored] = read(kept / "run" / "fire.jsonl")
+    assert stored["analysis"]["search_query"] == "women stereotype [post]"
+    assert stored["trace"]["steps"][0]["notes"] == ["draft 1 answers the claim: [post].", "draft 1: all checks passed"]
+    assert stored["reply"] == row["reply"]  # keys its grade
+    assert fire_rows.masked("They are all the same", ["they", "are"]) == "[post] all the same"
