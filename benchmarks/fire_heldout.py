@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
-from fire_grading import GRADER_BRIEF, GRADES, grade_table, write_sheet  # noqa: E402
+from fire_grading import GRADER_BRIEF, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def report(args) -> None:
               *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rule_checks_only(as_run["fire"])),
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
-              ""]
+              "", regrade_agreement("independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
