@@ -7,10 +7,11 @@ text is unchanged, and only this code maps a key back to its system.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections import Counter
 from pathlib import Path
+
+from fire_rows import read_jsonl, write_jsonl
 
 GRADES = Path(__file__).resolve().parent / "grades"
 # independent: fresh instances of an AI agent that never saw the code or the checks, each given the
@@ -33,18 +34,17 @@ def load_grades(grader: str) -> dict[str, dict]:
     path = GRADES / GRADERS[grader]
     if not path.exists():
         return {}
-    return {g["key"]: g for g in map(json.loads, path.read_text().splitlines()) if g}
+    return {g["key"]: g for g in read_jsonl(path)}
 
 
 def record_replies(systems: list[tuple[str, dict[str, dict]]], path: Path) -> None:
     """Add each reply's key, system, item and text to `path` (committed beside the grades, without
     the post: the data stays outside the repository), so the draft score can be retrained from a
     clean clone (rebuttal.learned.draft_score)."""
-    known = {json.loads(line)["key"] for line in path.read_text().splitlines() if line} if path.exists() else set()
+    known = {r["key"] for r in read_jsonl(path)} if path.exists() else set()
     new = [{"key": key, "system": system, "item": item_id, "reply": rows[item_id]["reply"]["text"]}
            for system, rows in systems for item_id, key in reply_keys(system, rows).items() if key not in known]
-    with path.open("a", encoding="utf-8") as out:
-        out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in new)
+    write_jsonl(path, new, mode="a")
 
 
 def regrade_agreement(grader: str) -> str:
@@ -52,8 +52,8 @@ def regrade_agreement(grader: str) -> str:
     the same verdict (grades/fire-dev-regrades.jsonl): the noise in any one grade."""
     path = GRADES / "fire-dev-regrades.jsonl"
     first = load_grades(grader)
-    pairs = [(first[g["key"]]["verdict"], g["verdict"]) for g in map(json.loads, path.read_text().splitlines())
-             if g and g["key"] in first] if path.exists() else []
+    pairs = [(first[g["key"]]["verdict"], g["verdict"]) for g in read_jsonl(path)
+             if g["key"] in first] if path.exists() else []
     if not pairs:
         return "No replies were graded twice."
     same = sum(a == b for a, b in pairs)
@@ -74,7 +74,7 @@ def write_sheet(systems: list[tuple[str, dict[str, dict]]], posts: dict[str, str
             if key not in graded:
                 entries.append({"key": key, "post": posts[item_id], "reply": rows[item_id]["reply"]["text"]})
     random.Random(7).shuffle(entries)
-    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+    write_jsonl(path, entries)
     return len(entries)
 
 

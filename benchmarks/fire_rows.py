@@ -13,8 +13,10 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _write(path: Path, rows: list[dict]) -> None:
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+def write_jsonl(path: Path, rows: list[dict], mode: str = "w") -> None:
+    """`rows` as JSON lines, replacing the file (mode "w") or after what it holds ("a")."""
+    with path.open(mode, encoding="utf-8") as out:
+        out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def results(system: str, ids: list[str], folder: Path) -> dict[str, dict]:
@@ -31,26 +33,31 @@ COPIED_RUN = 5  # words in a row copied from the post: masked in what is kept (q
 def masked(value, post_words: list[str]):
     """`value` (a row's field) with every run of COPIED_RUN words copied from the post replaced by
     [post]: the analyst's query and the generator's claim note often quote the post whole."""
-    if isinstance(value, dict):
-        return {k: masked(v, post_words) for k, v in value.items()}
-    if isinstance(value, list):
-        return [masked(v, post_words) for v in value]
-    if not isinstance(value, str):
-        return value
     run = min(COPIED_RUN, len(post_words)) or 1
-    grams = {tuple(post_words[i:i + run]) for i in range(len(post_words) - run + 1)}
-    words = list(re.finditer(r"\w+", value))
-    hidden = [False] * len(words)
+    grams = {tuple(post_words[i:i + run]) for i in range(len(post_words) - run + 1)}  # once per row
+
+    def mask(item):
+        if isinstance(item, dict):
+            return {k: mask(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [mask(v) for v in item]
+        return _mask_text(item, grams, run) if isinstance(item, str) else item
+
+    return mask(value)
+
+
+def _mask_text(text: str, grams: set[tuple[str, ...]], run: int) -> str:
+    words = list(re.finditer(r"\w+", text))
+    hidden = set()
     for i in range(len(words) - run + 1):
         if tuple(w.group().lower() for w in words[i:i + run]) in grams:
-            hidden[i:i + run] = [True] * run
+            hidden.update(range(i, i + run))
     out, end = [], 0
-    for i, word in enumerate(words):
-        if hidden[i] and (i == 0 or not hidden[i - 1]):
-            out.append(value[end:word.start()] + "[post]")
-        if hidden[i]:
-            end = word.end()
-    return "".join(out) + value[end:]
+    for i in sorted(hidden):
+        if i - 1 not in hidden:  # a hidden stretch starts: one [post] for all of it
+            out.append(text[end:words[i].start()] + "[post]")
+        end = words[i].end()
+    return "".join(out) + text[end:]
 
 
 def archive(folder: Path, systems: tuple[str, ...]) -> None:
@@ -62,9 +69,11 @@ def archive(folder: Path, systems: tuple[str, ...]) -> None:
             (ARCHIVE / folder.name).mkdir(parents=True, exist_ok=True)
             kept = []
             for row in read_jsonl(path):
-                post_words = re.findall(r"\w+", row.get("text", "").lower())
-                kept.append({k: v if k == "reply" else masked(v, post_words) for k, v in row.items() if k != "text"})
-            _write(ARCHIVE / folder.name / path.name, kept)
+                kept.append(masked({k: v for k, v in row.items() if k != "text"},
+                                   re.findall(r"\w+", row.get("text", "").lower())))
+                if "reply" in row:
+                    kept[-1]["reply"] = row["reply"]  # as written: its text keys its grade
+            write_jsonl(ARCHIVE / folder.name / path.name, kept)
 
 
 def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> None:
@@ -74,7 +83,7 @@ def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> No
         kept, path = ARCHIVE / folder.name / f"{system}.jsonl", folder / f"{system}.jsonl"
         if kept.exists() and not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
-            _write(path, [{**row, "text": posts[row["id"]]} for row in read_jsonl(kept) if row.get("id") in posts])
+            write_jsonl(path, [{**row, "text": posts[row["id"]]} for row in read_jsonl(kept) if row.get("id") in posts])
 
 
 def drop_gate_stopped(path: Path) -> int:
@@ -96,7 +105,7 @@ def drop_gate_stopped(path: Path) -> int:
     scored = gate.scores([row["text"] for row in stopped])
     passes = {row["id"] for row, (score, used, _) in zip(stopped, scored) if score >= used.threshold}
     kept = [row for row in rows if row["id"] not in passes]
-    _write(path, kept)
+    write_jsonl(path, kept)
     return len(rows) - len(kept)
 
 
@@ -159,12 +168,11 @@ def redraft_into(source: Path, target: Path, ids: list[str], model, **settings) 
         return 0  # nothing to write: the pipeline is not even built
     stale = set(done) - current
     if stale:  # kept rows stay as they are, in their order
-        _write(target, [row for row in read_jsonl(target) if row.get("id") not in stale])
+        write_jsonl(target, [row for row in read_jsonl(target) if row.get("id") not in stale])
     fire = build_system("fire", model=model, **settings)
     for item_id in todo:
         redone = fire.redraft(FireResult.model_validate(stored[item_id])).model_dump(mode="json")
-        with target.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(redone, ensure_ascii=False) + "\n")
+        write_jsonl(target, [redone], mode="a")
     return len(todo)
 
 

@@ -10,22 +10,16 @@ graded before, mixed in unmarked, whose second grade measures the grader's noise
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADERS, GRADES, VERDICTS, load_grades  # noqa: E402
-from fire_rows import SILVER, read_jsonl  # noqa: E402
+from fire_rows import SILVER, read_jsonl, write_jsonl  # noqa: E402
 
 REGRADES = GRADES / "fire-dev-regrades.jsonl"
 REPLY_FILES = (GRADES / "fire-dev-replies.jsonl", GRADES / "fire-heldout-replies.jsonl")
-
-
-def _append(path: Path, rows: list[dict]) -> None:
-    with path.open("a", encoding="utf-8") as out:
-        out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def anchors(count: int, seed: int) -> list[dict]:
@@ -48,7 +42,7 @@ def split(args) -> None:
         part = entries[k::args.parts] + extra[k::args.parts]
         random.Random(args.seed + k).shuffle(part)
         path = args.sheet.with_suffix(f".part{k}.jsonl")
-        path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in part), encoding="utf-8")
+        write_jsonl(path, part)
         print(f"{path}: {len(part)} lines -> grades to {path.with_suffix('.graded.jsonl')}")
 
 
@@ -72,8 +66,8 @@ def merge(args) -> None:
     earlier = load_grades("independent")
     new = [r for r in rows if r["key"] not in earlier]
     again = [r for r in rows if r["key"] in earlier]
-    _append(GRADES / GRADERS["independent"], new)
-    _append(REGRADES, again)
+    write_jsonl(GRADES / GRADERS["independent"], new, mode="a")
+    write_jsonl(REGRADES, again, mode="a")
     same = sum(earlier[r["key"]]["verdict"] == r["verdict"] for r in again)
     print(f"{len(parts)} parts: {len(new)} new grades, {len(again)} anchors graded again ({same} same verdict)")
 
