@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, archive, drafted_by,  # noqa: E402
                        drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into,
-                       restore, results, rule_checks_only, silver_memory, system_table)
+                       restore, results, silver_memory, system_table)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,7 +272,7 @@ def report(args) -> None:
               "", *grade_table(split, "independent"), "",
               f"FIRE on all {args.n} items, `ok` with and without the draft score (in-sample: it was trained on "
               "these grades; out of sample in benchmarks/results/fire_heldout.md):", "",
-              *grade_table([("fire, rule checks only", "fire", rule_checks_only(results(fire_rows(args), ids, OUT))),
+              *grade_table([("fire, rule checks only", "fire", rechecked(results(fire_rows(args), ids, OUT), draft_score=False)),
                             ("fire, rule checks + draft score (shipped)", "fire", fire_all)], "independent"), "",
               *adapt_section(rows, fire_all, adapted)]
     (RESULTS / ("fire_best_of_two.md" if args.compare_drafts else "fire.md")).write_text("\n".join(lines) + "\n",

@@ -93,7 +93,7 @@ def report(args) -> None:
               f"The option's replies were written on FIRE's stored analyses and evidence (FirePipeline.redraft, "
               f"`reply_form={fire_rows.OPTION_FORM}`); it was measured on silver dev round 1 first "
               "(benchmarks/results/fire.md), not chosen on these posts.", "",
-              *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rule_checks_only(as_run["fire"])),
+              *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rechecked(as_run["fire"], draft_score=False)),
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
               "", regrade_agreement("independent"), ""]

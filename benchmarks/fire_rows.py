@@ -227,24 +227,26 @@ def system_table(systems: dict[str, dict[str, dict]], gold: dict[str, str]) -> l
     return lines
 
 
-def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
+def rechecked(rows: dict[str, dict], draft_score: bool = True) -> dict[str, dict]:
     """A system's rows as today's checks see them: an ok reply that fails a text check added since
     its run (baselines run only the text checks), scores below the shipped draft score's cut or
     stands on reasoning that calls the post harmless counts as flagged. These only flag, never
     rewrite, so this is the status a rerun would give (the stored file is left as it is); a text
-    check added since a FIRE run would also have asked for a redraft, which only a rerun shows."""
+    check added since a FIRE run would also have asked for a redraft, which only a rerun shows.
+    Without `draft_score`, a reply the draft score alone flagged counts as ok (the rule checks only)."""
     from rebuttal.fire.coherence import reasoning_denies_hate
     from rebuttal.fire.generator import DraftJudge, reply_problems
     from rebuttal.learned.draft_score import DraftScore
     from rebuttal.llm.embeddings import load_minilm
 
-    judge = DraftJudge(load_minilm(), DraftScore.load())
+    judge = DraftJudge(load_minilm(), DraftScore.load()) if draft_score else None
 
     def status(row: dict) -> str:
-        if row["status"] != "ok":
+        scored_only = row["status"] == "flagged" and row.get("trace", {}).get("flags", []) == [REVIEW_FLAG]
+        if row["status"] != "ok" and not (scored_only and not draft_score):
             return row["status"]
         text, post = row["reply"]["text"], row["text"]
-        review = judge.review(text, post)
+        review = judge.review(text, post) if judge else None
         failing = reply_problems(text, post, row_evidence(row)) or (review is not None and not review.passed)
         return "flagged" if failing or reasoning_denies_hate(row["analysis"]["reasoning"]) else "ok"
 
@@ -252,16 +254,6 @@ def rechecked(rows: dict[str, dict]) -> dict[str, dict]:
 
 
 REVIEW_FLAG = "draft_review_score"  # the draft score's flag (a failed `review_score` check)
-
-
-def rule_checks_only(rows: dict[str, dict]) -> dict[str, dict]:
-    """Rows with the status the rule checks alone give: a reply flagged only by the draft score
-    (in a run made after it shipped) counts as ok."""
-    def status(row: dict) -> str:
-        flags = row.get("trace", {}).get("flags", [])
-        return "ok" if row["status"] == "flagged" and flags == [REVIEW_FLAG] else row["status"]
-
-    return {i: {**row, "status": status(row)} for i, row in rows.items()}
 
 
 def only(rows: dict[str, dict], ids) -> dict[str, dict]:

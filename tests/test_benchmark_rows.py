@@ -59,3 +59,18 @@ def test_copies_of_the_post_are_masked_outside_the_reply(tmp_path, kept):
     assert stored["trace"]["steps"][0]["notes"] == ["draft 1 answers the claim: [post].", "draft 1: all checks passed"]
     assert stored["reply"] == row["reply"]  # keys its grade
     assert fire_rows.masked("They are all the same", ["they", "are"]) == "[post] all the same"
+
+
+def test_rule_checks_only_rereads_status_with_todays_text_checks():
+    """Without the draft score: a reply only it flagged counts as ok, and an ok reply that fails a
+    text check added since its run counts as flagged."""
+    analysis = {"reasoning": "It generalises about women."}
+    post = "Women are too emotional to run companies."
+    scored_out = {"id": "a", "text": post, "status": "flagged", "analysis": analysis,
+                  "trace": {"flags": [fire_rows.REVIEW_FLAG]},
+                  "reply": {"text": "Mary Barra leads General Motors and Indra Nooyi led PepsiCo for twelve years."}}
+    labelled = {**scored_out, "id": "b", "status": "ok", "trace": {"flags": []},
+                "reply": {"text": "This statement is false. Women run some of the largest companies in the world."}}
+    stopped = {"id": "c", "text": post, "status": "not_hateful", "reply": None}
+    rows = fire_rows.rechecked({r["id"]: r for r in (scored_out, labelled, stopped)}, draft_score=False)
+    assert {i: r["status"] for i, r in rows.items()} == {"a": "ok", "b": "flagged", "c": "not_hateful"}

@@ -238,3 +238,11 @@ def test_not_all_the_same_is_no_concession():
 
     assert concession_problem("Muslims are not all the same: they are millions of different people.") is None
     assert concession_problem("Immigrants are not always a burden.")
+
+
+def test_meta_catches_a_label_for_the_post_not_the_words_alone():
+    assert meta_problem("This statement is false. Women lead companies well.").check == "meta"
+    assert meta_problem("That claim is simply untrue; many women already run companies.").check == "meta"
+    assert meta_problem("That claim was tested publicly and withdrawn in 2015.") is None
+    assert meta_problem("Many studies claim this, but women run companies well.") is None
+    assert meta_problem("Nobody should have to read a statement like yours about their family.") is None

@@ -214,11 +214,22 @@ META = re.compile(
 )
 
 
+# "This statement is false": a verdict on a label for the post instead of an answer to its writer.
+# On the graded silver dev drafts 3 of 16 such replies were usable (36% of the others); graders
+# called the opener meta talk and what followed mostly a bare denial. A label followed by facts
+# ("That claim was tested publicly and withdrawn: ...", the shipped bank) passes.
+LABELLED = re.compile(r"\b(?:this|that)\s+(?:statement|claim|post|comment|tweet)s?\s+(?:is|are)\s+(?:\w+ly\s+)?"
+                      r"(?:not\s+)?(?:false|incorrect|inaccurate|untrue|wrong|true|accurate|correct|offensive|"
+                      r"harmful|hurtful|unfair|baseless|misleading|dismissive)\b", re.IGNORECASE)
+
+
 def meta_problem(text: str, instructions: str = "") -> Problem | None:
-    """Talk about the author, their tone or our analysis instead of to the reader; or the
-    prompt's own instructions copied into the reply (6+ words in a row)."""
+    """Talk about the author, their tone or our analysis instead of to the reader, a label for
+    the post ("this statement is false"); or the prompt's own instructions copied into the reply
+    (6+ words in a row)."""
     found = _found(META, text, "meta", "speak directly to the person, without describing the post's author, "
-                                       "its tone or any analysis")
+                                       "its tone or any analysis") or \
+        _found(LABELLED, text, "meta", "speak to the person instead of labelling their words")
     if found or not instructions:
         return found
     reply_words, told = words(text), words(instructions)
