@@ -202,7 +202,7 @@ def test_a_long_copy_is_a_restatement_even_when_negated_and_a_mirror_is_one_too(
 
 
 def test_a_reason_that_only_repeats_its_claim_is_repetition():
-    from rebuttal.fire.coherence import circular_reason
+    from rebuttal.fire.form import circular_reason
 
     assert circular_reason("They are not different from others because they are not different.")
     assert circular_reason("They are not lazy because they work hard.") is None

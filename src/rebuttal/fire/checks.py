@@ -15,8 +15,9 @@ import numpy as np
 
 from rebuttal.fire.coherence import (
     SENTENCE, Problem, concession_problem, contradiction_problem, longest_run, meta_problem, othering_problem,
-    overclaim_problem, repetition_problem, script_problem, slur_problem, truncation_problem, words,
+    overclaim_problem, slur_problem, words,
 )
+from rebuttal.fire.form import repetition_problem, script_problem, truncation_problem
 from rebuttal.fire.sourcing import CITATION, NUMBER, cited_numbers, label_problem, source_problem
 from rebuttal.learned.text import language
 from rebuttal.types import CheckResult, EvidenceItem
