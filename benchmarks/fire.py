@@ -1,13 +1,13 @@
 """FIRE's drafts on silver dev against the single-call baselines: checks, latency, category, and
 blind grades with the reply rubric. Results: benchmarks/results/fire.md (written whole).
 
-    python benchmarks/fire.py run --n 106 --graded 106      # resumable; FIRE on n, baselines on the graded items
-    python benchmarks/fire.py latency --n 20                # the three systems in turn on each of n items
+    python benchmarks/fire.py run --n 106 --graded 106      # resumable; FIRE on n, baselines and options on the graded items
+    python benchmarks/fire.py latency --n 12                # FIRE, its option form and the baselines in turn on each item
     python benchmarks/fire.py sheet --grader independent     # grading sheet: shuffled, systems hidden
     python benchmarks/fire.py report --n 106 --graded 106   # fire.md from the runs (+ grades, if present)
 
 `run` also writes FIRE's replies on the graded items again in the option form (reply_form=draft_baseline,
-on the stored analyses: runs/bench/fire-dev/fire-draft-baseline.jsonl; `latency --option` times it) and
+on the stored analyses: runs/bench/fire-dev/fire-draft-baseline.jsonl; `latency` times it as it ships) and
 adapting the nearest human reply of a memory of silver train (adapt=True: fire-adapt-silver.jsonl).
 `--compare-drafts` runs and reports FIRE with best of two on (not the default) into
 runs/bench/fire-dev/fire-compare.jsonl and benchmarks/results/fire_best_of_two.md.
@@ -37,7 +37,6 @@ DEV = SILVER / "dev.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-dev"
 BASELINES = ("zero-shot", "retrieval")
 LATENCY = ROOT / "runs" / "bench" / "fire-latency"
-LATENCY_OPTION = ROOT / "runs" / "bench" / OPTION_ROWS.replace("fire", "fire-latency", 1)  # fire-latency-draft-baseline
 DEV_REPLIES = "fire-dev-replies.jsonl"  # every graded reply's text (the draft score trains on it)
 # The draft checks were first developed by reading FIRE's drafts on the first 40 dev items; those
 # added on 2026-12-02 were read off an earlier run's drafts on all 106 (see the report's text).
@@ -68,36 +67,42 @@ def run(args) -> None:
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
     rows = dev_rows(args.n)
     graded = source_file(rows[: args.graded], f"dev_{args.graded}")
-    # FIRE first on the graded items, then the baselines on the same items, then FIRE on the rest.
+    # FIRE first on the graded items, then its option form on the same analyses (the default's
+    # closest rival), the baselines on the same items, FIRE on the rest, and adapting last.
     fire_out, settings = OUT / f"{fire_rows(args)}.jsonl", {"compare_drafts": args.compare_drafts}
+    graded_ids = [r["id"] for r in rows[: args.graded]]
     print(f"{drop_gate_stopped(fire_out)} rows the gate stopped that today's gate passes are run again")
     run_fire_batch(graded, fire_out, system="fire", model=model, **settings)
+    if not args.compare_drafts:
+        redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", graded_ids, model, reply_form=OPTION_FORM)
     for system in BASELINES:
         run_fire_batch(graded, OUT / f"{system}.jsonl", system=system, model=model)
     run_fire_batch(source_file(rows, f"dev_{args.n}"), fire_out, system="fire", model=model, **settings)
-    if not args.compare_drafts:  # the options on the graded items, on the same analyses
-        graded_ids = [r["id"] for r in rows[: args.graded]]
-        redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", graded_ids, model, reply_form=OPTION_FORM)
+    if not args.compare_drafts:
         redraft_into(fire_out, OUT / f"{ADAPT_ROWS}.jsonl", graded_ids, model, adapt=True,
                      memory_path=str(silver_memory(OUT / "silver-memory")))
 
 
+# The interleaved latency run's systems: row file -> (system, settings). FIRE's option form runs
+# whole here (analyst included), as it would ship.
+TIMED = {"fire": ("fire", {}), OPTION_ROWS: ("fire", {"reply_form": OPTION_FORM}),
+         **{s: (s, {}) for s in BASELINES}}
+
+
 def run_latency(args) -> None:
-    """FIRE and the two baselines in turn on each item, in one process: the same items, the same
-    run and the same neighbours on the machine, so their latencies compare (`run` runs each
-    system over all items in a row, and resumes across days)."""
+    """FIRE, its option form and the two baselines in turn on each item, in one process: the same
+    items, the same run and the same neighbours on the machine, so their latencies compare (`run`
+    runs each system over all items in a row, and resumes across days)."""
     from rebuttal.fire.batch import run_fire_batch
     from rebuttal.llm import ModelSettings, load_model
 
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    folder, form = (LATENCY_OPTION, {"reply_form": OPTION_FORM}) if args.option else (LATENCY, {})
-    folder.mkdir(parents=True, exist_ok=True)
+    LATENCY.mkdir(parents=True, exist_ok=True)
     for row in dev_rows(args.n):
-        item = folder / "item.jsonl"
+        item = LATENCY / "item.jsonl"
         item.write_text(json.dumps({"id": row["id"], "text": row["hate_speech"]}) + "\n")
-        for system in ("fire", *BASELINES):
-            run_fire_batch(item, folder / f"{system}.jsonl", system=system, model=model, progress=False,
-                           **(form if system == "fire" else {}))
+        for name, (system, settings) in TIMED.items():
+            run_fire_batch(item, LATENCY / f"{name}.jsonl", system=system, model=model, progress=False, **settings)
 
 
 def median_table(systems: dict[str, dict[str, dict]], common: set[str], intro: str) -> list[str]:
@@ -106,9 +111,14 @@ def median_table(systems: dict[str, dict[str, dict]], common: set[str], intro: s
     lines = [intro, "", "| system | items | p50 s | p90 s |", "|---|---|---|---|"]
     for name, rows in systems.items():
         times = [latency(rows[i]) for i in common]
-        lines.append(f"| {name} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
-    return lines + ["", f"Median latency FIRE / retrieval baseline: **{median['fire'] / median['retrieval']:.2f}** "
-                        "(target <= 1.5)."]
+        lines.append(f"| {timed_label(name)} | {len(common)} | {median[name]:.1f} | {percentile(times, 0.9):.1f} |")
+    return lines + [""] + [f"Median latency {timed_label(name)} / retrieval baseline: "
+                           f"**{median[name] / median['retrieval']:.2f}** (target <= 1.5)."
+                           for name in systems if name.startswith("fire")]
+
+
+def timed_label(name: str) -> str:
+    return f"fire, option reply_form={OPTION_FORM}" if name == OPTION_ROWS else name
 
 
 def answered(systems: dict[str, dict[str, dict]]) -> set[str]:
@@ -116,19 +126,16 @@ def answered(systems: dict[str, dict[str, dict]]) -> set[str]:
     return set.intersection(*({i for i, r in rows.items() if r.get("reply")} for rows in systems.values()))
 
 
-def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]], option: bool = False) -> list[str]:
+def latency_table(ids: list[str], same_items: dict[str, dict[str, dict]]) -> list[str]:
     """From the interleaved run if there is one; otherwise from the main runs, which may come from
-    different days and machines. `option`: the run with FIRE in the option form (`latency --option`)."""
-    systems = {s: results(s, ids, LATENCY_OPTION if option else LATENCY) for s in ("fire", *BASELINES)}
+    different days and machines."""
+    systems = {name: results(name, ids, LATENCY) for name in TIMED}
     if common := answered(systems):
         ran = len(systems["fire"])
-        return median_table(systems, common, f"FIRE and the baselines in turn on each of the first {ran} dev "
-                            f"items, in one process (`fire.py latency --n {ran}{' --option' * option}`), over the "
-                            f"{len(common)} posts "
-                            f"every system answered (FIRE's generator prompt there: {drafted_by(systems['fire'])}); "
-                            "seconds of model and pipeline time per post:")
-    if option:
-        return ["No interleaved run with FIRE in the option form yet (`fire.py latency --option`)."]
+        return median_table(systems, common, f"FIRE, its option form and the baselines in turn on each of the first "
+                            f"{ran} dev items, in one process (`fire.py latency --n {ran}`), over the {len(common)} "
+                            f"posts every system answered (FIRE's generator prompt there: "
+                            f"{drafted_by(systems['fire'])}); seconds of model and pipeline time per post:")
     if not (common := answered(same_items)):
         return ["No latency comparison yet (`python benchmarks/fire.py latency`)."]
     return median_table(same_items, common, "No interleaved run yet (`python benchmarks/fire.py latency`); the "
@@ -251,10 +258,8 @@ def report(args) -> None:
               "output can change with what its cache held), so these "
               "latencies may come from different days beside different jobs. The latency target is read from the "
               "section below.", "",
-              "## Latency: the three systems in turn on the same items", "",
+              "## Latency: FIRE, its option form and the baselines in turn on the same items", "",
               *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids, same_items)), "",
-              f"With FIRE in the option form (reply_form={OPTION_FORM}), another interleaved run:", "",
-              *latency_table(ids, same_items, option=True), "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
               "Grader: fresh instances of an AI agent that had not seen the code, the checks or any other grade, "
               f"each given the rubric, the brief in benchmarks/grades/{GRADER_BRIEF} and one shuffled sheet with "
@@ -289,12 +294,11 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--compare-drafts", action="store_true", help="FIRE with best of two (not the default)")
-    parser.add_argument("--option", action="store_true", help=f"latency: FIRE with reply_form={OPTION_FORM}")
     args = parser.parse_args()
     if not DEV.exists():
         sys.exit(f"needs the silver dev split at {DEV}")
     kept = {OUT: ("fire", "fire-compare", *BASELINES, OPTION_ROWS, ADAPT_ROWS),
-            LATENCY: ("fire", *BASELINES), LATENCY_OPTION: ("fire", *BASELINES)}  # what benchmarks/runs/ keeps
+            LATENCY: tuple(TIMED)}  # what benchmarks/runs/ keeps
     posts = {r["id"]: r["hate_speech"] for r in dev_rows(10**6)}
     for folder, systems in kept.items():
         restore(folder, systems, posts)  # a new machine starts from the rows kept in git
