@@ -237,7 +237,7 @@ def report(args) -> None:
                    f"{args.graded} for the baselines); settings were chosen on dev and on train cross-validation, so "
                    "these are dev numbers, not test numbers",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
-                   memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model and hate gate")
+                   memory=f"{defaults}: exemplar bank + shipped SupCon head; shipped category model, hate gate and draft score")
     lines += [f"## All FIRE items ({defaults})", "", *system_table({"fire": fire_all}, gold), "",
               f"FIRE's replies here were drafted with {drafted_by(fire_all)}. The option form's rows "
               f"(reply_form={OPTION_FORM}) are FIRE's rows on the graded items with the reply written again on "

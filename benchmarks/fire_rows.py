@@ -242,8 +242,8 @@ def rechecked(rows: dict[str, dict], draft_score: bool = True) -> dict[str, dict
     judge = DraftJudge(load_minilm(), DraftScore.load()) if draft_score else None
 
     def status(row: dict) -> str:
-        scored_only = row["status"] == "flagged" and row.get("trace", {}).get("flags", []) == [REVIEW_FLAG]
-        if row["status"] != "ok" and not (scored_only and not draft_score):
+        flagged_by_score_alone = row["status"] == "flagged" and row.get("trace", {}).get("flags") == [REVIEW_FLAG]
+        if row["status"] != "ok" and (draft_score or not flagged_by_score_alone):
             return row["status"]
         text, post = row["reply"]["text"], row["text"]
         review = judge.review(text, post) if judge else None

@@ -75,5 +75,3 @@ def script_problem(text: str, post: str) -> Problem | None:
     if post_cjk and latin > 3 * max(cjk, 1):
         return Problem("script", "the post is in Chinese; answer in Chinese")
     return None
-
-
