@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fire_adapt import adapt_section  # noqa: E402
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, archive, drafted_by,  # noqa: E402
                        drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into,
@@ -177,43 +178,27 @@ def check_table(fire: dict[str, dict]) -> list[str]:
     return lines
 
 
-def adapt_coverage(rows: list[dict]) -> list[str]:
-    """How often adapting a human reply could apply: dev posts with a shipped-bank record whose
-    post is close in plain MiniLM space (topic, not the SupCon head's category space)."""
-    from rebuttal.llm.embeddings import load_minilm
-    from rebuttal.memory.records import load_bank
-
-    encoder = load_minilm()
-    bank = [r for r in load_bank() if r.is_hateful and r.counterspeech]
-    closest = (encoder.encode([r["hate_speech"] for r in rows]) @ encoder.encode([r.hate_speech for r in bank]).T).max(1)
-    cells = " | ".join(f"{int((closest >= t).sum())}/{len(rows)}" for t in (0.6, 0.7, 0.8))
-    return ["| bank records with a human reply | posts with one at cosine >= 0.6 | >= 0.7 | >= 0.8 |",
-            "|---|---|---|---|", f"| {len(bank)} | {cells} |"]
-
-
-def adapt_section(rows: list[dict], fire: dict[str, dict], adapted: dict[str, dict]) -> list[str]:
-    """Adapting the nearest human reply: how often the shipped bank could, and FIRE with and without
-    it on the posts where a memory of all silver train gave a record to adapt."""
-    used = {i for i, r in adapted.items() if r.get("reply") and r["reply"].get("adapted_from")}
-    lines = ["## Adapting a human reply (`adapt`, off by default)", "",
-             "With the shipped bank few dev posts have a topically close record, so it could rarely apply:", "",
-             *adapt_coverage(rows), ""]
-    if not used:
-        return lines + ["No rows with a memory of silver train yet (`fire.py run`)."]
-    answered = sum(1 for r in adapted.values() if r.get("reply"))
-    return lines + [
-        f"With a memory of all silver train (both rounds, 3,862 records, `rebuttal memory build`; "
-        f"runs/bench/fire-dev/silver-memory) a record of the post's category with a human reply was at "
-        f"similarity >= {_adapt_cut()} (the memory's own space) for {len(used)} of the {answered} graded posts "
-        "FIRE answered. On those posts, the same stored analyses and evidence, graded blind:", "",
-        *grade_table([("fire (shipped: writes freely)", "fire", only(fire, used)),
-                      ("fire, adapt=True, memory of silver train", "fire", only(adapted, used))], "independent"), ""]
-
-
-def _adapt_cut() -> float:
-    from rebuttal.fire.pipeline import FireSettings
-
-    return FireSettings().adapt_min_similarity
+STATUS_NOTE = (
+    "Every system's status is re-read with today's text checks and the shipped draft score (an ok reply that fails a "
+    "check added since its run, or scores below the draft score's cut, counts as flagged), so ok means the same checks "
+    "for every system. The draft score was trained on the blind grades of these same dev replies "
+    "(rebuttal/learned/data/draft_score_card.md), so its effect on ok here is in-sample; "
+    "benchmarks/results/fire_heldout.md measures it on posts it never saw. Each system's rows come from its latest "
+    "run; `fire.py run` reruns only what is missing (and the rows the gate stopped that today's recalibrated gate "
+    "would pass; a rerun of the others would mostly write the same text, as the pipeline decodes greedily, but not "
+    "always: llama.cpp's greedy output can change with what its cache held), so these latencies may come from "
+    "different days beside different jobs. The latency target is read from the section below.")
+GRADER_NOTE = (
+    "Grader: fresh instances of an AI agent that had not seen the code, the checks or any other grade, each given the "
+    f"rubric, the brief in benchmarks/grades/{GRADER_BRIEF} and one shuffled part of a sheet with the systems hidden "
+    "(`python benchmarks/fire.py sheet --grader independent`, split by benchmarks/grade_sheets.py with earlier-graded "
+    "anchors mixed in); no larger model or human grader was available. Sheets were graded as runs finished, so one "
+    "sheet mostly held one or two systems' replies; a reply whose text is unchanged keeps its grade from an earlier "
+    f"run. The draft checks were first developed by reading FIRE's drafts on the first {DEVELOPED_ON} items; the "
+    "checks added on 2026-12-02 (sources, unsaid labels, substance, sweeping praise and more concession/contradiction "
+    "patterns) were read off an earlier run's drafts on all 106 round-1 dev items (other texts for the same posts), "
+    "so the split below no longer holds posts out from check development: it only shows where the first checks came "
+    "from.")
 
 
 def report(args) -> None:
@@ -247,30 +232,11 @@ def report(args) -> None:
               "## FIRE's draft checks: first draft vs the kept draft", "", *check_table(fire_all), "",
               f"## Same {len(graded_ids)} items: FIRE vs single-call baselines", "",
               *system_table({**same_items, **{label: rows for label, _, rows in forms}}, gold), "",
-              "Every system's status is re-read with today's text checks and the shipped draft score (an ok reply "
-              "that fails a check added since its run, or scores below the draft score's cut, counts as flagged), "
-              "so ok means the same checks for every system. The draft score was trained on the blind grades of "
-              "these same dev replies (rebuttal/learned/data/draft_score_card.md), so its effect on ok here is "
-              "in-sample; benchmarks/results/fire_heldout.md measures it on posts it never saw. "
-              "Each system's rows come from its latest run; `fire.py run` reruns only what is missing (and the "
-              "rows the gate stopped that today's recalibrated gate would pass; a rerun of the others would "
-              "mostly write the same text, as the pipeline decodes greedily, but not always: llama.cpp's greedy "
-              "output can change with what its cache held), so these "
-              "latencies may come from different days beside different jobs. The latency target is read from the "
-              "section below.", "",
+              STATUS_NOTE, "",
               "## Latency: FIRE, its option form and the baselines in turn on the same items", "",
               *(["Not measured with best of two."] if args.compare_drafts else latency_table(ids, same_items)), "",
               "## Blind grade by an independent grader (shared/docs/reply-rubric.md)", "",
-              "Grader: fresh instances of an AI agent that had not seen the code, the checks or any other grade, "
-              f"each given the rubric, the brief in benchmarks/grades/{GRADER_BRIEF} and one shuffled sheet with "
-              "the systems hidden (`python benchmarks/fire.py sheet --grader independent`); no larger model or "
-              "human grader was available. Sheets were graded as runs finished (FIRE's replies first, then the "
-              "baselines'), so one sheet mostly held one system's replies; a reply whose text is unchanged keeps "
-              "its grade from an earlier run. The draft checks were first developed by reading FIRE's drafts on the "
-              f"first {DEVELOPED_ON} items; the checks added on 2026-12-02 (sources, unsaid labels, substance, "
-              "sweeping praise and more concession/contradiction patterns) were read off an earlier run's drafts on "
-              "all 106 round-1 dev items (other texts for the same posts), so the split below no longer holds posts out "
-              "from check development: it only shows where the first checks came from.", "",
+              GRADER_NOTE, "",
               *grade_table([(name, name, system_rows) for name, system_rows in same_items.items()] + forms,
                            "independent"),
               "", regrade_agreement("independent"),

@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -184,8 +186,8 @@ def drafted_by(rows: dict[str, dict]) -> str:
 
 
 def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+    """numpy's percentile (q a fraction): the p50 of an even count is the mean of the middle two."""
+    return float(np.percentile(values, q * 100)) if len(values) else float("nan")
 
 
 def latency(row: dict) -> float:

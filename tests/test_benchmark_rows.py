@@ -74,3 +74,10 @@ def test_rule_checks_only_rereads_status_with_todays_text_checks():
     stopped = {"id": "c", "text": post, "status": "not_hateful", "reply": None}
     rows = fire_rows.rechecked({r["id"]: r for r in (scored_out, labelled, stopped)}, draft_score=False)
     assert {i: r["status"] for i, r in rows.items()} == {"a": "ok", "b": "flagged", "c": "not_hateful"}
+
+
+def test_the_median_of_an_even_count_is_the_mean_of_the_middle_two():
+    """The latency target compares medians of a dozen posts, where FIRE's times split into one-draft
+    and redrafted posts: the upper middle value alone overstated FIRE's median."""
+    assert fire_rows.percentile([23.5, 24.0, 28.5, 37.1, 40.0, 50.0], 0.5) == pytest.approx(32.8)
+    assert fire_rows.percentile([1.0, 2.0, 3.0], 0.9) == pytest.approx(2.8)

@@ -246,3 +246,12 @@ def test_meta_catches_a_label_for_the_post_not_the_words_alone():
     assert meta_problem("That claim was tested publicly and withdrawn in 2015.") is None
     assert meta_problem("Many studies claim this, but women run companies well.") is None
     assert meta_problem("Nobody should have to read a statement like yours about their family.") is None
+
+
+def test_agreeing_openers_and_granted_influence_fail_but_their_negations_pass():
+    from rebuttal.fire.coherence import concession_problem
+
+    assert contradiction_problem("Absolutely, they should be kept out.").check == "contradiction"
+    assert contradiction_problem("Absolutely not: they have the same right to be here.") is None
+    assert concession_problem("Jews hold enormous power over the media, but not all of it.").check == "concession"
+    assert concession_problem("Jews do not have a disproportionate influence on the media.") is None

@@ -40,8 +40,8 @@ CONTRADICTION = re.compile(
     r"\bnot\s+(?:inherently|necessarily|entirely|completely|simply|just\s+an?)\b"  # half-denials: "not inherently worse"
     r"|\bI\s+(?:respect|accept|share|agree\s+with)\s+(?:the|your)\s+(?:claim|point|view|opinion|concern|perspective"
     r"|position|stance|sentiment|feelings?)"
-    r"|\bI\s+understand\s+the\s+(?:sentiment|feeling|frustration)\s+behind\b|\bnot\s+everyone\s+is\s+created\s+equal\b"
-    r"|^\W*yes\b"  # "Yes, they should." (silver dev): agreeing with the post
+    r"|\bI\s+understand\s+the\s+(?:(?:sentiment|feeling)\s+behind|frustration)\b|\bnot\s+everyone\s+is\s+created\s+equal\b"
+    r"|^\W*(?:yes|absolutely)\b(?!\W+not\b)"  # "Yes, they should.", "Absolutely, men should ..." (silver dev)
     rf"|{HATE_DENIAL}"
     r"|^\W*(?:you\s+are|you're|that\s+is|that's)\s+(?:absolutely\s+)?(?:correct|right|true)\s*[.!]",
     re.IGNORECASE,
@@ -96,7 +96,11 @@ CONCESSION = re.compile(
     # "Islam is not all about hate", "flags are not appropriate for all students": only part of
     # the claim denied (silver dev: 4 drafts, none usable); "they are not all the same" is fine
     r"|\b(?:are|is)\s+not\s+(?:always|all)\b(?!\s+(?:the\s+same|alike)\b)|\bnot\s+(?:\w+\s+)?for\s+all\b"
-    r"|\b(?:while|although|though)\s+it(?:'s|\s+is)\s+true\b",
+    r"|\b(?:while|although|though)\s+it(?:'s|\s+is)\s+true\b"
+    # "Jews have a significant influence on American culture, but ...": grants the conspiracy's
+    # premise (silver dev, graded harmful; no human reply in silver train says it)
+    r"|(?<!not\s)(?<!n't\s)(?<!never\s)\b(?:have|has|hold|wield)\s+(?:a\s+)?(?:significant|considerable|disproportionate"
+    r"|outsized|enormous|huge|great|lot\s+of)\s+(?:amount\s+of\s+)?(?:influence|power|control)\b",
     re.IGNORECASE,
 )
 
