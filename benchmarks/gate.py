@@ -39,6 +39,24 @@ def rates(rows, scores, threshold) -> tuple[float, float, int, int]:
     return float(recall), float(fpr), int(hateful.sum()), int((~hateful).sum())
 
 
+INTRO = ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
+         "Held-out scores are those `rebuttal learned train-gate` records when it trains a gate (the same "
+         "template folds that chose its threshold). `silver dev hateful called hateful`: the share of the "
+         "hateful silver dev posts at or above the threshold (round 1; round 2 in brackets), the gate's "
+         "recall on the kind of post FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
+         "MiniLM vectors FIRE computes anyway are not counted; a states gate's includes its forward pass, one "
+         "case at a time).", "",
+         "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
+         "| silver dev hateful called hateful, round 1 [round 2] | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
+
+BAND_INTRO = ["", "## The LLM's veto band", "",
+              "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
+              "the LLM's \"not hateful\" no longer vetoes (the reply is flagged `gate_llm_disagrees`). `sure` is "
+              "chosen at training so that at most 15% of held-out non-hateful cases reach it. Held-out scores:", "",
+              "| language, gate | threshold | sure | non-hateful at >= sure (no veto possible) | non-hateful in the band "
+              "(the LLM decides) | hateful at >= sure | hateful in the band |", "|---|---|---|---|---|---|---|"]
+
+
 def main() -> None:
     import argparse
 
@@ -66,15 +84,7 @@ def main() -> None:
                    "gates); gates: " + "; ".join(
                        f"{name}: {os.path.relpath(SHIPPED, ROOT) if name == 'shipped' else path} (en {k['en']}, zh {k['zh']})"
                        for (name, k), path in zip(kinds.items(), [SHIPPED, *args.compare])))
-    lines += ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15 on both halves.", "",
-              "Held-out scores are those `rebuttal learned train-gate` records when it trains a gate (the same "
-              "template folds that chose its threshold). `silver dev hateful called hateful`: the share of the "
-              "hateful silver dev posts at or above the threshold (round 1; round 2 in brackets), the gate's "
-              "recall on the kind of post FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
-              "MiniLM vectors FIRE computes anyway are not counted; a states gate's includes its forward pass, one "
-              "case at a time).", "",
-              "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
-              "| silver dev hateful called hateful, round 1 [round 2] | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += INTRO
     tables, bands = [], []
     encoder = load_minilm()
     silver = [[r.text for r in datasets.silver_posts([path]) if r.hateful] for path in (SILVER_DEV, SILVER_DEV2)]
@@ -95,13 +105,7 @@ def main() -> None:
                              + silver_recall(one, lang, own, own_vectors, encoder) + f" {ms:.2f} |")
                 tables += functionality_table(f"{lang}, {label}", hatecheck, held_out, one.threshold)
                 bands.append(band_row(f"{lang}, {label}", hatecheck, held_out, one))
-    lines += ["", "## The LLM's veto band", "",
-              "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
-              "the LLM's \"not hateful\" no longer vetoes (the reply is flagged `gate_llm_disagrees`). `sure` is "
-              "chosen at training so that at most 15% of held-out non-hateful cases reach it. Held-out scores:", "",
-              "| language, gate | threshold | sure | non-hateful at >= sure (no veto possible) | non-hateful in the band "
-              "(the LLM decides) | hateful at >= sure | hateful in the band |", "|---|---|---|---|---|---|---|",
-              *bands, "", *tables]
+    lines += [*BAND_INTRO, *bands, "", *tables]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
