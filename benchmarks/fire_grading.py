@@ -96,3 +96,31 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
                      + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
                      f"| {ok_usable}/{len(ok)} | {bad_ok} |")
     return lines
+
+
+def draft_score_table(replies: Path, grader: str) -> list[str]:
+    """How the shipped draft score and its MiniLM fallback rank every graded reply in `replies`
+    (all runs, not only the rows a report reads): AUC and what each cut passes, per system."""
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from rebuttal.learned.draft_score import DraftScore, graded_replies
+    from rebuttal.llm.embeddings import load_minilm
+
+    rows = graded_replies(replies, GRADES / GRADERS[grader])
+    usable = np.array([r["verdict"] == "usable" for r in rows])
+    score = DraftScore.load()
+    heads = [(f"shipped ({score.head.meta['reads']})", score.threshold,
+              np.array([score.review(r["reply"], None).chance for r in rows]))]
+    if score.fallback is not None:
+        heads.append((f"fallback ({score.fallback.meta['reads']})", float(score.fallback.meta["threshold"]),
+                      score.fallback.probabilities(load_minilm().encode([r["reply"] for r in rows]))[:, 1]))
+    lines = ["| head | system | replies | usable | AUC | passed by the cut | usable among passed |",
+             "|---|---|---|---|---|---|---|"]
+    for name, cut, chance in heads:
+        for system in ("all", *sorted({r["system"] for r in rows})):
+            mask = np.array([system in ("all", r["system"]) for r in rows])
+            passed = mask & (chance >= cut)
+            lines.append(f"| {name} | {system} | {mask.sum()} | {usable[mask].sum()} | "
+                         f"{roc_auc_score(usable[mask], chance[mask]):.3f} | {passed.sum()} | {usable[passed].sum()} |")
+    return lines

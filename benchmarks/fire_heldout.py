@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
-from fire_grading import GRADER_BRIEF, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
+from fire_grading import GRADER_BRIEF, GRADES, draft_score_table, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +28,10 @@ REPLIES = GRADES / "fire-heldout-replies.jsonl"  # apart from dev's: the draft s
 SEED = 2
 SYSTEMS = ("fire", "zero-shot")
 KEPT = (*SYSTEMS, fire_rows.OPTION_ROWS)  # the row files benchmarks/runs/ keeps
+SCORE_INTRO = ("Every reply ever graded on these posts (all runs, FIRE's option form counted as fire), scored by "
+               "the shipped draft score (trained on dev round-1 grades only) and by its MiniLM fallback (until "
+               "2026-12-03 the shipped head: same recipe and data). Before the rule checks, so passed counts are "
+               "higher than the `ok` counts above.")
 
 
 def sample(n: int) -> list[dict]:
@@ -96,7 +100,8 @@ def report(args) -> None:
               *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rechecked(as_run["fire"], draft_score=False)),
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
-              "", regrade_agreement("independent"), ""]
+              "", regrade_agreement("independent"), "", "## The draft score on every graded held-out reply", "",
+              SCORE_INTRO, "", *draft_score_table(REPLIES, "independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -248,8 +248,8 @@ def rechecked(rows: dict[str, dict], draft_score: bool = True) -> dict[str, dict
         if row["status"] != "ok" and (draft_score or not flagged_by_score_alone):
             return row["status"]
         text, post = row["reply"]["text"], row["text"]
-        review = judge.review(text, post) if judge else None
-        failing = reply_problems(text, post, row_evidence(row)) or (review is not None and not review.passed)
+        reviews = judge.review(text, post) if judge else []
+        failing = reply_problems(text, post, row_evidence(row)) or not all(c.passed for c in reviews)
         return "flagged" if failing or reasoning_denies_hate(row["analysis"]["reasoning"]) else "ok"
 
     return {i: {**row, "status": status(row)} if row.get("reply") else row for i, row in rows.items()}

@@ -25,12 +25,35 @@ def word_score(word: str, cut: float = 0.5) -> DraftScore:
 
 def test_review_flags_a_low_score_and_passes_a_high_one():
     judge = DraftJudge(WordEncoder(), word_score("census"))
-    low = judge.review("Migrants are good people.", "Migrants are lazy")
-    high = judge.review("The census shows migrants work", "Migrants are lazy")
+    low, = judge.review("Migrants are good people.", "Migrants are lazy")
+    high, = judge.review("The census shows migrants work", "Migrants are lazy")
     assert low.name == "review_score" and not low.passed and "read it closely" in low.detail
     assert high.passed and "(cut 0.50)" in high.detail
-    assert judge.review("移民很好", "移民都是懒汉") is None  # trained on English replies only
-    assert DraftJudge(None, word_score("census")).review("x", "Migrants are lazy") is None  # needs vectors
+    assert judge.review("移民很好", "移民都是懒汉") == []  # trained on English replies only
+    assert DraftJudge(None, word_score("census")).review("x", "Migrants are lazy") == []  # needs vectors
+
+
+def states_score(reader_model: str = "no-such-model") -> DraftScore:
+    """A states head that reads MarkerReader's "vile" dimension, with word_score("census") as fallback."""
+    coef = np.zeros((1, 16))
+    coef[0, 8] = -40.0  # the last word's state says "vile": not usable
+    head = LinearHead(coef=coef, intercept=np.array([20.0]), classes=["not_usable", "usable"],
+                      meta={"threshold": 0.5, "states": {"model": reader_model, "layers": 3, "max_tokens": 8}})
+    return DraftScore(head, word_score("census").head)
+
+
+def test_the_states_head_reads_the_chat_model_and_its_fallback_is_flagged(monkeypatch):
+    import rebuttal.learned.gate as gate_module
+    from test_learned import MarkerReader
+
+    missing = DraftJudge(WordEncoder(), states_score())  # "no-such-model" is not installed
+    scored, fallback = missing.review("The census shows migrants work", "Migrants are lazy")
+    assert scored.passed and not fallback.passed and fallback.name == "review_fallback"
+    monkeypatch.setattr(gate_module, "shared_reader", lambda **spec: MarkerReader())
+    judge = DraftJudge(WordEncoder(), states_score())
+    good, = judge.review("The census shows migrants work", "Migrants are lazy")
+    bad, = judge.review("The census shows migrants are vile", "Migrants are lazy")
+    assert good.passed and not bad.passed  # the fallback (census) would have passed both
 
 
 def test_keep_cut_passes_the_asked_share_of_usable_replies():
@@ -47,14 +70,64 @@ def test_training_learns_concrete_from_vague_and_writes_a_card(tmp_path):
     grades = [{"key": f"k{i}", "verdict": "usable" if i < 30 else "fixable", "why": ""} for i in range(60)]
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
     (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades[:-1]))  # one ungraded
-    score = train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", folds=5)
+    score = train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", folds=5, states=None)
     meta = score.head.meta
     assert meta["replies"] == 59 and meta["usable"] == 30 and meta["out_of_fold_auc"] > 0.9
     loaded = DraftScore.load(tmp_path / "out" / "draft_score.npz")
-    assert loaded.threshold == pytest.approx(meta["threshold"])
+    assert loaded.threshold == pytest.approx(meta["threshold"]) and loaded.fallback is None
     card = (tmp_path / "out" / "draft_score_card.md").read_text()
-    assert "59 replies (30 graded usable)" in card and "Licence" in card
+    assert "59 replies (30 graded usable)" in card and "Licence" in card and "Fallback head" not in card
 
+
+def test_training_on_states_keeps_the_minilm_head_as_fallback(tmp_path, monkeypatch):
+    import rebuttal.learned.gate as gate_module
+    import rebuttal.learned.train as train_module
+    from test_learned import MarkerReader
+
+    monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(train_module, "shared_reader", lambda **spec: MarkerReader())
+    monkeypatch.setattr(gate_module, "shared_reader", lambda **spec: MarkerReader())
+    good = [f"Migrants in town {i} work hard" for i in range(30)]
+    bad = [f"Migrants in town {i} are vile" for i in range(30)]
+    replies = [{"key": f"k{i}", "system": "fire", "item": f"p{i % 20}", "reply": t} for i, t in enumerate(good + bad)]
+    grades = [{"key": f"k{i}", "verdict": "usable" if i < 30 else "unusable", "why": ""} for i in range(60)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
+    spec = {"model": "m", "layers": 3, "max_tokens": 8}
+    train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", folds=5, states=spec)
+    loaded = DraftScore.load(tmp_path / "out" / "draft_score.npz")
+    assert loaded.head.meta["states"] == spec and loaded.head.meta["out_of_fold_auc"] > 0.95
+    assert loaded.fallback is not None and loaded.fallback.meta["reads"] == "MiniLM sentence vector"
+    assert loaded.review("Migrants in town 99 work hard", WordEncoder()).passed
+    assert not loaded.review("Migrants in town 99 are vile", WordEncoder()).passed
+    assert "Fallback head" in (tmp_path / "out" / "draft_score_card.md").read_text()
+
+
+def test_the_command_says_how_to_train_without_the_chat_model(tmp_path, monkeypatch):
+    import rebuttal.learned.train as train_module
+    from typer.testing import CliRunner
+
+    from rebuttal.learned.commands import app
+    from rebuttal.llm.registry import ModelRegistryError
+
+    def missing(**spec):
+        raise ModelRegistryError("model 'qwen2.5-1.5b' is not installed")
+
+    monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(train_module, "shared_reader", missing)
+    replies = [{"key": f"k{i}", "system": "fire", "item": f"p{i % 20}",
+                "reply": f"In {1990 + i} the census counted migrants." if i % 2 else f"People are nice {i}."}
+               for i in range(48)]
+    grades = [{"key": f"k{i}", "verdict": "usable" if i % 2 else "fixable"} for i in range(48)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
+    args = ["train-draft-score", "--replies", str(tmp_path / "r.jsonl"), "--grades", str(tmp_path / "g.jsonl"),
+            "--out", str(tmp_path / "out")]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2 and "not installed" in refused.output and "--no-states" in refused.output
+    trained = CliRunner().invoke(app, [*args, "--no-states"])
+    assert trained.exit_code == 0 and "MiniLM sentence vector" in trained.output
+    assert DraftScore.load(tmp_path / "out" / "draft_score.npz").fallback is None
 
 def test_the_shipped_score_separates_the_graded_dev_replies():
     """In-sample on what it was trained on, so a floor, not a measurement (see the model card)."""
@@ -64,9 +137,27 @@ def test_the_shipped_score_separates_the_graded_dev_replies():
 
     score = DraftScore.load()
     rows = graded_replies(GRADES / "fire-dev-replies.jsonl", GRADES / "fire-dev-independent.jsonl")
-    chance = score.usable(load_minilm().encode([r["reply"] for r in rows]))
-    assert len(rows) >= 150 and 0.0 < score.threshold < 1.0
-    assert roc_auc_score([r["verdict"] == "usable" for r in rows], chance) > 0.85
+    usable = [r["verdict"] == "usable" for r in rows]
+    fallback = score.fallback.probabilities(load_minilm().encode([r["reply"] for r in rows]))[:, 1]
+    assert len(rows) >= 150 and 0.0 < score.threshold < 1.0 and score.head.meta["states"]["layers"] == 14
+    assert roc_auc_score(usable, fallback) > 0.85
+
+
+def test_the_shipped_states_head_separates_graded_dev_replies():
+    """In-sample on 40 of the replies it was trained on (half a minute through the chat model)."""
+    from sklearn.metrics import roc_auc_score
+
+    from rebuttal.llm.registry import ModelRegistryError, gguf_file
+
+    score = DraftScore.load()
+    try:
+        gguf_file(score.head.meta["states"]["model"])
+    except ModelRegistryError:
+        pytest.skip("the embedded chat model is not installed")
+    rows = graded_replies(GRADES / "fire-dev-replies.jsonl", GRADES / "fire-dev-independent.jsonl")[::14][:40]
+    usable = [r["verdict"] == "usable" for r in rows]
+    chance = [score.review(r["reply"], None).chance for r in rows]
+    assert 5 <= sum(usable) <= 35 and roc_auc_score(usable, chance) > 0.85
 
 
 def test_a_draft_below_the_cut_keeps_its_text_and_is_flagged():

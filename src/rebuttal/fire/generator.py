@@ -87,16 +87,20 @@ class DraftJudge:
         self.encoder = encoder
         self.draft_score = draft_score if encoder is not None else None
 
-    def review(self, text: str, post: str) -> CheckResult | None:
+    def review(self, text: str, post: str) -> list[CheckResult]:
         """The draft score as a check on the kept draft: flags, never rewrites (English only: it
-        was trained on English replies)."""
+        was trained on English replies). Scored by its MiniLM fallback, a second check fails."""
         if self.draft_score is None or language(post) != "en":
-            return None
-        chance, cut = float(self.draft_score.usable(self.encoder.encode([text]))[0]), self.draft_score.threshold
-        detail = f"learned draft score: chance a grader calls it usable {chance:.2f} (cut {cut:.2f})"
-        if chance < cut:
+            return []
+        review = self.draft_score.review(text, self.encoder)
+        detail = f"learned draft score: chance a grader calls it usable {review.chance:.2f} (cut {review.cut:.2f})"
+        if not review.passed:
             detail += "; read it closely: drafts scored this low were mostly vague, conceding or muddled"
-        return CheckResult(name="review_score", passed=chance >= cut, detail=detail)
+        checks = [CheckResult(name="review_score", passed=review.passed, detail=detail)]
+        if review.fallback:
+            checks.append(CheckResult(name="review_fallback", passed=False, detail=(
+                "scored by the draft score's MiniLM fallback: the embedded chat model it reads is not installed")))
+        return checks
 
     def judge(self, text: str, post: str, evidence: Sequence[EvidenceItem], others: Sequence[str],
               post_vector: np.ndarray | None, stopped_at_limit: bool) -> list[CheckResult]:
@@ -252,7 +256,7 @@ class Generator:
                 if not failures(rival.checks) and prefer_second(
                         self.model, post, named_target(analysis.target_group), best.text, rival.text, trace):
                     best = rival
-        checks = [*best.checks, *filter(None, [self.judge.review(best.text, post)])]
+        checks = [*best.checks, *self.judge.review(best.text, post)]
         for failed in failures(checks):
             trace.flag(f"draft_{failed.name}")
         if self.judge.encoder is None:

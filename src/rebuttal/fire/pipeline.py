@@ -115,9 +115,11 @@ class FirePipeline:
 
     def warm_up(self) -> None:
         """Open what the first post of a language would otherwise wait for (the Chinese gate's
-        model reader)."""
+        model reader, the draft score's)."""
         if self.assessor.gate is not None:
             self.assessor.gate.warm_up()
+        if self.generator.judge.draft_score is not None:
+            self.generator.judge.draft_score.warm_up()
 
     def predict(self, texts: Sequence[object]) -> list[FireResult]:
         """One result per text, in order (the llama.cpp backend runs one at a time anyway)."""

@@ -1,0 +1,80 @@
+"""Which reader the draft score should have, measured forward in time on silver dev round 1: each
+head is trained (and its cut chosen out of fold) on the replies graded first and scores the
+replies graded after them, which came from later runs and options it never saw. Out-of-fold
+scores on one pool flatter a score (the MiniLM head had AUC 0.80 out of fold, 0.67 on the next
+run's replies). Results: benchmarks/results/draft_score.md (written whole).
+
+    PYTHONPATH=src .venv/bin/python benchmarks/draft_score.py
+
+Reads benchmarks/grades/ only (no posts); the chat model's states of the replies are computed
+once (~5 min) and kept in the cache folder, as `rebuttal learned train-draft-score` does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fire_grading import GRADERS, GRADES  # noqa: E402
+from provenance import header  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "draft_score.md"
+REPLIES = GRADES / "fire-dev-replies.jsonl"
+# The replies file grows in grading order: the first 300 were graded by 2026-12-02 (the first dev runs),
+# the next 169 from the rerun of 2026-12-03 morning, the last 83 from FIRE on posts 51-106 and the adapt option.
+SPLITS = (300, 469)
+FOLDS = 10
+
+
+def heads() -> list[tuple[str, str, float]]:
+    """(name, features, C): the shipped states head, the other C tried, and the MiniLM head."""
+    from rebuttal.learned.draft_score import STATES_C, TEXT_C
+
+    return [(f"chat-model states, C={STATES_C} (shipped)", "states", STATES_C),
+            ("chat-model states, C=0.003", "states", 0.003),
+            (f"MiniLM vector, C={TEXT_C} (the fallback; shipped before)", "minilm", TEXT_C)]
+
+
+def forward(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int):
+    """AUC on the replies after the first n, how many the cut passes and how many of those are usable."""
+    from sklearn.metrics import roc_auc_score
+
+    from rebuttal.learned.draft_score import KEEP, classifier, keep_cut, out_of_fold
+
+    cut = keep_cut(out_of_fold(features[:n], usable[:n], items[:n], c, FOLDS, scaled), usable[:n], KEEP)
+    later = classifier(c, scaled).fit(features[:n], usable[:n]).predict_proba(features[n:])[:, 1]
+    passed = later >= cut
+    return roc_auc_score(usable[n:], later), int(passed.sum()), int(usable[n:][passed].sum())
+
+
+def main() -> None:
+    from rebuttal.learned.draft_score import KEEP, STATES, graded_replies
+    from rebuttal.learned.train import cached_pooled_states
+    from rebuttal.llm.embeddings import load_minilm
+
+    rows = graded_replies(REPLIES, GRADES / GRADERS["independent"])
+    texts, items = [r["reply"] for r in rows], [r["item"] for r in rows]
+    usable = np.array([r["verdict"] == "usable" for r in rows])
+    features = {"states": cached_pooled_states(STATES, texts), "minilm": load_minilm().encode(texts)}
+    lines = header("FIRE's draft score: readers compared forward in time", split=f"silver dev round 1: {len(rows)} "
+                   "graded replies of FIRE, its options and the baselines (benchmarks/grades/), in grading order",
+                   model="qwen2.5-1.5b states after 14 layers (mean and last token, up to 256 tokens) or MiniLM",
+                   memory="none (replies only)")
+    lines += ["## Trained on the first n replies, scored on the rest", "",
+              f"Cut: the highest that passes {KEEP:.0%} of usable replies out of fold on the first n (the "
+              "shipped rule). Passed counts are before the rule checks.", "",
+              "| head | first n | later replies | later usable | AUC on later | passed by the cut | usable among passed |",
+              "|---|---|---|---|---|---|---|"]
+    for name, kind, c in heads():
+        for n in SPLITS:
+            auc, passed, good = forward(features[kind], usable, items, c, kind == "states", n)
+            lines.append(f"| {name} | {n} | {len(rows) - n} | {usable[n:].sum()} | {auc:.3f} | {passed} | {good} |")
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
