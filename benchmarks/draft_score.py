@@ -39,14 +39,15 @@ def heads() -> list[tuple[str, str, float]]:
 
 
 def forward(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int):
-    """AUC on the replies after the first n, how many the cut passes and how many of those are usable."""
+    """The shipped recipe (rebuttal.learned.draft_score.fit_head) on the first n replies: AUC on the
+    rest, how many its cut passes and how many of those are usable."""
     from sklearn.metrics import roc_auc_score
 
-    from rebuttal.learned.draft_score import KEEP, classifier, keep_cut, out_of_fold
+    from rebuttal.learned.draft_score import KEEP, fit_head, usable_chance
 
-    cut = keep_cut(out_of_fold(features[:n], usable[:n], items[:n], c, FOLDS, scaled), usable[:n], KEEP)
-    later = classifier(c, scaled).fit(features[:n], usable[:n]).predict_proba(features[n:])[:, 1]
-    passed = later >= cut
+    head = fit_head(features[:n], usable[:n], items[:n], c, KEEP, FOLDS, scaled)
+    later = usable_chance(head, features[n:])
+    passed = later >= head.meta["threshold"]
     return roc_auc_score(usable[n:], later), int(passed.sum()), int(usable[n:][passed].sum())
 
 

@@ -104,7 +104,7 @@ def draft_score_table(replies: Path, grader: str) -> list[str]:
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    from rebuttal.learned.draft_score import DraftScore, graded_replies
+    from rebuttal.learned.draft_score import DraftScore, graded_replies, usable_chance
     from rebuttal.llm.embeddings import load_minilm
 
     rows = graded_replies(replies, GRADES / GRADERS[grader])
@@ -114,7 +114,7 @@ def draft_score_table(replies: Path, grader: str) -> list[str]:
               np.array([score.review(r["reply"], None).chance for r in rows]))]
     if score.fallback is not None:
         heads.append((f"fallback ({score.fallback.meta['reads']})", float(score.fallback.meta["threshold"]),
-                      score.fallback.probabilities(load_minilm().encode([r["reply"] for r in rows]))[:, 1]))
+                      usable_chance(score.fallback, load_minilm().encode([r["reply"] for r in rows]))))
     lines = ["| head | system | replies | usable | AUC | passed by the cut | usable among passed |",
              "|---|---|---|---|---|---|---|"]
     for name, cut, chance in heads:

@@ -9,7 +9,7 @@ from fakes import ScriptedChatModel, WordEncoder
 
 from rebuttal.fire import FirePipeline, settings_for
 from rebuttal.fire.generator import DraftJudge
-from rebuttal.learned.draft_score import DraftScore, graded_replies, keep_cut, train_draft_score
+from rebuttal.learned.draft_score import DraftScore, graded_replies, keep_cut, train_draft_score, usable_chance
 from rebuttal.learned.linear import LinearHead
 
 GRADES = Path(__file__).resolve().parents[1] / "benchmarks" / "grades"
@@ -129,6 +129,7 @@ def test_the_command_says_how_to_train_without_the_chat_model(tmp_path, monkeypa
     assert trained.exit_code == 0 and "MiniLM sentence vector" in trained.output
     assert DraftScore.load(tmp_path / "out" / "draft_score.npz").fallback is None
 
+
 def test_the_shipped_score_separates_the_graded_dev_replies():
     """In-sample on what it was trained on, so a floor, not a measurement (see the model card)."""
     from sklearn.metrics import roc_auc_score
@@ -138,7 +139,7 @@ def test_the_shipped_score_separates_the_graded_dev_replies():
     score = DraftScore.load()
     rows = graded_replies(GRADES / "fire-dev-replies.jsonl", GRADES / "fire-dev-independent.jsonl")
     usable = [r["verdict"] == "usable" for r in rows]
-    fallback = score.fallback.probabilities(load_minilm().encode([r["reply"] for r in rows]))[:, 1]
+    fallback = usable_chance(score.fallback, load_minilm().encode([r["reply"] for r in rows]))
     assert len(rows) >= 150 and 0.0 < score.threshold < 1.0 and score.head.meta["states"]["layers"] == 14
     assert roc_auc_score(usable, fallback) > 0.85
 

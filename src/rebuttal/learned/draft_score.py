@@ -76,12 +76,13 @@ class DraftScore:
         spec = self.head.meta.get("states")
         if spec:
             try:
-                return Review(_usable(self.head, pooled_states(shared_reader(**spec), [text]))[0], self.threshold, False)
+                states = pooled_states(shared_reader(**spec), [text])
+                return Review(usable_chance(self.head, states)[0], self.threshold, False)
             except MODEL_MISSING:
                 if self.fallback is None:
                     raise
         head = self.fallback if spec else self.head
-        return Review(_usable(head, encoder.encode([text]))[0], float(head.meta["threshold"]), bool(spec))
+        return Review(usable_chance(head, encoder.encode([text]))[0], float(head.meta["threshold"]), bool(spec))
 
     def warm_up(self) -> None:
         """Open the states reader now (a missing model is left to `review`, which falls back)."""
@@ -94,7 +95,8 @@ class DraftScore:
                 pass
 
 
-def _usable(head: LinearHead, features: np.ndarray) -> np.ndarray:
+def usable_chance(head: LinearHead, features: np.ndarray) -> np.ndarray:
+    """P(usable) per row of the features `head` reads (pooled states or MiniLM vectors)."""
     return head.probabilities(np.atleast_2d(features))[:, head.classes.index(USABLE)]
 
 
