@@ -94,12 +94,13 @@ def test_training_on_states_keeps_the_minilm_head_as_fallback(tmp_path, monkeypa
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
     (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
     spec = {"model": "m", "layers": 3, "max_tokens": 8}
-    train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", folds=5, states=spec)
+    # keep=1.0: the cut passes every usable reply out of fold, so a new reply like them passes too
+    train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", keep=1.0, folds=5, states=spec)
     loaded = DraftScore.load(tmp_path / "out" / "draft_score.npz")
     assert loaded.head.meta["states"] == spec and loaded.head.meta["out_of_fold_auc"] > 0.95
     assert loaded.fallback is not None and loaded.fallback.meta["reads"] == "MiniLM sentence vector"
-    assert loaded.review("Migrants in town 99 work hard", WordEncoder()).passed
-    assert not loaded.review("Migrants in town 99 are vile", WordEncoder()).passed
+    good, bad = (loaded.review(f"Migrants in town 99 {end}", WordEncoder()) for end in ("work hard", "are vile"))
+    assert good.passed and not bad.passed and good.chance > bad.chance
     assert "Fallback head" in (tmp_path / "out" / "draft_score_card.md").read_text()
 
 

@@ -1,6 +1,8 @@
 """The learned analyst parts: the hate gate (save/load, `sure`, thresholds) and the shipped
 category model and gate on sentences whose answer is not in doubt."""
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -62,7 +64,7 @@ class MarkerStates:
         for row, text in enumerate(texts):
             for col, word in enumerate(text.split()[:max_length]):
                 mask[row, col] = True
-                states[row, col, 1 + hash(word) % 300] = 1.0
+                states[row, col, 1 + zlib.crc32(word.encode()) % 300] = 1.0
                 states[row, col, 0] = 1.0 if word == "vile" else 0.0
         return states, mask
 
@@ -97,7 +99,7 @@ class MarkerReader:
         states = np.zeros((len(words), self.dim), np.float32)
         for i, word in enumerate(words):
             states[i, 0] = word == "vile"
-            states[i, 1 + hash(word) % 7] += 1.0
+            states[i, 1 + zlib.crc32(word.encode()) % 7] += 1.0
         return words, states
 
 
