@@ -3,6 +3,7 @@ seeded sample of silver dev round 2, blind-graded like fire.py's dev run, so the
 effect on `ok` is measured out of sample. Results: benchmarks/results/fire_heldout.md.
 
     python benchmarks/fire_heldout.py run --n 60      # resumable: FIRE, the baseline, then FIRE's option form
+    python benchmarks/fire_heldout.py run --n 120 --no-option   # FIRE and the baseline only
     python benchmarks/fire_heldout.py sheet --n 60    # grading sheet: shuffled, systems hidden
     python benchmarks/fire_heldout.py report --n 60
 """
@@ -52,6 +53,8 @@ def run(args) -> None:
     print(f"{fire_rows.drop_gate_stopped(OUT / 'fire.jsonl')} rows the gate stopped that today's gate passes are run again")
     for system in SYSTEMS:
         run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
+    if args.no_option:
+        return
     ids = [r["id"] for r in sample(args.n)]
     fire_rows.redraft_into(OUT / "fire.jsonl", OUT / f"{fire_rows.OPTION_ROWS}.jsonl", ids, model,
                            reply_form=fire_rows.OPTION_FORM)
@@ -77,6 +80,8 @@ def report(args) -> None:
     today = {system: fire_rows.rechecked(system_rows) for system, system_rows in as_run.items()}
     option = today.pop(fire_rows.OPTION_ROWS)
     label = fire_rows.option_label(option, today["fire"]) if option else ""
+    if option and len(option) < len(gold):  # run on an earlier, smaller sample
+        label += f", the first {len(option)} posts only"
     forms = [(f"{label}, rule checks + draft score", "fire", option)] if option else []
     lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
                    f"shuffle (seed {SEED}); no draft check, prompt or draft-score setting was read off these posts",
@@ -112,6 +117,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=60)
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-option", action="store_true", help="run: skip FIRE's option form")
     args = parser.parse_args()
     if not ROUND2.exists():
         sys.exit(f"needs the silver dev round-2 split at {ROUND2}")

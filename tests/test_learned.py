@@ -265,7 +265,7 @@ def test_a_states_reader_reads_a_repeated_text_once(tmp_path):
     class Counting(ContextualStates):
         passes = 0
 
-        def _forward(self, text):
+        def _forward(self, text, limit):
             Counting.passes += 1
             return text.split(), np.full((len(text.split()), 4), float(len(text)), np.float32)
 
@@ -277,3 +277,28 @@ def test_a_states_reader_reads_a_repeated_text_once(tmp_path):
         reader.token_states(f"other text {i}")
     reader.token_states("they are kind")  # pushed out by newer texts: read again
     assert Counting.passes == RECENT + 2
+
+
+def test_parts_with_different_token_limits_share_one_reader(tmp_path, monkeypatch):
+    """The gate (64 tokens) and the draft score (256) read through one llama.cpp context."""
+    import rebuttal.llm.states as states_module
+    from rebuttal.learned.gate import READER_TOKENS, _open_reader, shared_reader
+
+    class Words(states_module.ContextualStates):
+        def _forward(self, text, limit):
+            words = text.split()[:limit]
+            return words, np.ones((len(words), 4), np.float32)
+
+    opened = []
+    monkeypatch.setattr(states_module, "open_states", lambda model, layers, max_tokens: opened.append(max_tokens)
+                        or Words(tmp_path / "none.gguf", max_tokens=max_tokens))
+    _open_reader.cache_clear()
+    try:
+        gate, draft = shared_reader("m", 14, 3), shared_reader("m", 14, 5)
+        text = "one two three four five six seven"
+        assert gate.reader is draft.reader and opened == [READER_TOKENS]
+        assert gate.token_states(text)[0] == ["one", "two", "three"] and len(draft.token_states(text)[0]) == 5
+        with pytest.raises(ValueError, match="at most"):
+            shared_reader("m", 14, READER_TOKENS + 1)
+    finally:
+        _open_reader.cache_clear()

@@ -212,7 +212,7 @@ def card(score: DraftScore) -> str:
                   f"`draft_review_fallback`)\n\n{_head_lines(score.fallback)}")
     return f"""# FIRE draft score: logistic regression on a reply's {meta['reads']}
 
-Trained {time.strftime('%Y-%m-%d')} by `rebuttal learned train-draft-score` ({meta['version']}).
+Trained by `rebuttal learned train-draft-score` ({meta['version']}: the date it was trained).
 
 ## Data
 
@@ -235,7 +235,7 @@ stored in them.
 The share of usable replies passed was chosen on these replies for the target that 85% of `ok`
 drafts be usable: a strict cut, so most usable drafts are flagged for a reviewer too. Out of fold
 flatters a score trained on one run's replies; the forward splits (earlier grades to later
-replies) are in the module's docstring and the README. Held-out check on posts it never saw
+replies) are in benchmarks/results/draft_score.md. Held-out check on posts it never saw
 (silver dev round 2): benchmarks/results/fire_heldout.md.
 
 ## Use and limits

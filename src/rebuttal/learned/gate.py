@@ -79,20 +79,42 @@ def pooled_states(reader, texts: list[str]) -> np.ndarray:
 
 
 _opening = threading.Lock()
+# The context of a shared reader: the longest text any shipped part reads (the draft score's).
+# A larger context costs memory on every call (llama.cpp sizes its buffers by it).
+READER_TOKENS = 256
 
 
-def shared_reader(model: str, layers: int | None, max_tokens: int):
-    """One reader per process and spec: concurrent first requests wait for the one that opens
-    it (and cuts the GGUF) instead of loading the model twice."""
+@dataclass(frozen=True)
+class TokenLimit:
+    """A shared reader seen through one part's token limit."""
+
+    reader: object
+    max_tokens: int
+
+    @property
+    def dim(self) -> int:
+        return self.reader.dim
+
+    def token_states(self, text: str):
+        return self.reader.token_states(text, self.max_tokens)
+
+
+def shared_reader(model: str, layers: int | None, max_tokens: int) -> TokenLimit:
+    """One reader per process, model and depth, whatever each part's token limit: the gate, the
+    category model and the draft score share one llama.cpp context (each context holds its own
+    ~0.5 GB of weights). Concurrent first requests wait for the one that opens it (and cuts the
+    GGUF) instead of loading the model twice."""
+    if max_tokens > READER_TOKENS:
+        raise ValueError(f"a shared states reader reads at most {READER_TOKENS} tokens, not {max_tokens}")
     with _opening:
-        return _open_reader(model, layers, max_tokens)
+        return TokenLimit(_open_reader(model, layers), max_tokens)
 
 
 @lru_cache(maxsize=2)
-def _open_reader(model: str, layers: int | None, max_tokens: int):
+def _open_reader(model: str, layers: int | None):
     from rebuttal.llm.states import open_states
 
-    return open_states(model, layers=layers, max_tokens=max_tokens)
+    return open_states(model, layers=layers, max_tokens=READER_TOKENS)
 
 
 @dataclass

@@ -40,7 +40,7 @@ class ContextualStates:
         self.cache = StateCache(cache, source=self.path.name) if cache else None
         self._dim: int | None = None
         # The last few texts' states: FIRE's hate gate and category model read the same post.
-        self._recent: OrderedDict[str, tuple[list[int], np.ndarray]] = OrderedDict()
+        self._recent: OrderedDict[tuple[str, int], tuple[list[int], np.ndarray]] = OrderedDict()
 
     @property
     def dim(self) -> int:
@@ -72,24 +72,28 @@ class ContextualStates:
             self.cache.put(text, out)
         return out
 
-    def token_states(self, text: str) -> tuple[list[int], np.ndarray]:
-        """The first `max_tokens` tokens of `text` and their states, (n_tokens, dim) float32."""
+    def token_states(self, text: str, max_tokens: int | None = None) -> tuple[list[int], np.ndarray]:
+        """The first `max_tokens` tokens of `text` (at most the reader's own limit) and their
+        states, (n_tokens, dim) float32. The model reads left to right, so the states of a text's
+        first N tokens do not depend on the context's size: readers with different limits share one."""
+        limit = min(max_tokens or self.max_tokens, self.max_tokens)
+        key = (text, limit)
         with self._lock:
-            if text in self._recent:
-                self._recent.move_to_end(text)
-                return self._recent[text]
-            tokens, states = self._forward(text)
-            self._recent[text] = (tokens, states)
+            if key in self._recent:
+                self._recent.move_to_end(key)
+                return self._recent[key]
+            tokens, states = self._forward(text, limit)
+            self._recent[key] = (tokens, states)
             if len(self._recent) > RECENT:
                 self._recent.popitem(last=False)
         return tokens, states
 
-    def _forward(self, text: str) -> tuple[list[int], np.ndarray]:
+    def _forward(self, text: str, limit: int) -> tuple[list[int], np.ndarray]:
         tokens = self._tokens(text.encode("utf-8"))
-        while len(tokens) > self.max_tokens:
+        while len(tokens) > limit:
             # The cut text can tokenize differently at its edge (two tokens merge, or a split
             # character is dropped): the states are those of the text the model reads.
-            tokens = self._tokens(self.llm.detokenize(tokens[:self.max_tokens]).decode("utf-8", "ignore").encode())
+            tokens = self._tokens(self.llm.detokenize(tokens[:limit]).decode("utf-8", "ignore").encode())
         if not tokens:
             return tokens, np.zeros((0, self.dim), dtype=np.float32)
         states = np.asarray(self.llm.embed(self.llm.detokenize(tokens).decode("utf-8", "ignore")), dtype=np.float32)
