@@ -84,7 +84,7 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
     if not grades:
         return [f"No grades yet (benchmarks/grades/{GRADERS[grader]} is absent)."]
     lines = ["| system | graded | " + " | ".join(VERDICTS) + " | usable share | usable per post (no reply = not usable) "
-             "| usable among status ok | off-topic or contradicting with status ok |",
+             "| usable among status ok (95% interval) | off-topic or contradicting with status ok |",
              "|---|---|" + "---|" * (len(VERDICTS) + 4)]
     for label, system, rows in entries:
         graded = {i: grades[k] for i, k in reply_keys(system, rows).items() if k in grades}
@@ -94,8 +94,19 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
         bad_ok = sum(any(w in g.get("why", "").lower() for w in ("off-topic", "contradict")) for g in ok.values())
         lines.append(f"| {label} | {len(graded)} | " + " | ".join(str(verdicts[v]) for v in VERDICTS)
                      + f" | {verdicts['usable'] / max(1, len(graded)):.0%} | {verdicts['usable']}/{len(rows)} "
-                     f"| {ok_usable}/{len(ok)} | {bad_ok} |")
+                     f"| {ok_usable}/{len(ok)}{share_interval(ok_usable, len(ok))} | {bad_ok} |")
     return lines
+
+
+def share_interval(k: int, n: int) -> str:
+    """The 95% Wilson interval of k/n, e.g. " (45-94%)": 7 usable of 9 `ok` drafts cannot tell
+    78% from the 85% target."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return ""
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return f" ({ci.low:.0%}-{ci.high:.0%})".replace("%-", "-")
 
 
 def draft_score_table(replies: Path, grader: str) -> list[str]:

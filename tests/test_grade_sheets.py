@@ -54,3 +54,10 @@ def test_merge_refuses_a_part_with_a_missing_key_or_unknown_verdict(tmp_path, gr
     with pytest.raises(SystemExit, match="no known verdict"):
         grade_sheets.merge(argparse.Namespace(sheet=sheet))
     assert not (grades / "fire-dev-regrades.jsonl").exists()
+
+
+def test_the_ok_share_carries_its_95_percent_interval():
+    """7 usable of 9 `ok` drafts: the interval spans the 85% target, so the report cannot claim it."""
+    assert fire_grading.share_interval(7, 9) == " (45-94%)"
+    assert fire_grading.share_interval(25, 36) == " (53-82%)"
+    assert fire_grading.share_interval(0, 0) == ""
