@@ -98,6 +98,37 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
     return lines
 
 
+
+def paired_usable(first: tuple[str, str, dict[str, dict]], second: tuple[str, str, dict[str, dict]],
+                  grader: str) -> str:
+    """Usable replies on the posts both (label, system, rows) answered, and on those only the second
+    answered (FIRE's gate stops posts a baseline answers anyway)."""
+    grades = load_grades(grader)
+    (label_a, system_a, rows_a), (label_b, system_b, rows_b) = first, second
+    keys_a, keys_b = reply_keys(system_a, rows_a), reply_keys(system_b, rows_b)
+
+    def usable(keys: dict[str, str], ids: list[str]) -> int:
+        return sum(grades.get(keys[i], {}).get("verdict") == "usable" for i in ids)
+
+    both = [i for i in keys_a if i in keys_b]
+    only_b = [i for i in keys_b if i not in keys_a]
+    return (f"On the {len(both)} posts both answered: {label_a} {usable(keys_a, both)} usable, {label_b} "
+            f"{usable(keys_b, both)}; on the {len(only_b)} posts only {label_b} answered, {usable(keys_b, only_b)} usable.")
+
+
+def category_table(entries: list[tuple[str, str, dict[str, dict]]], gold: dict[str, str], grader: str) -> list[str]:
+    """Usable of graded replies per gold category, one row per (label, system, rows)."""
+    grades = load_grades(grader)
+    categories = sorted(set(gold.values()))
+    lines = ["| system | " + " | ".join(categories) + " |", "|---|" + "---|" * len(categories)]
+    for label, system, rows in entries:
+        graded = [(gold.get(i), grades[k]["verdict"]) for i, k in reply_keys(system, rows).items() if k in grades]
+        cells = [f"{sum(v == 'usable' for c, v in graded if c == cat)}/{sum(c == cat for c, _ in graded)}"
+                 for cat in categories]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def share_interval(k: int, n: int) -> str:
     """The 95% Wilson interval of k/n, e.g. " (45-94%)": 7 usable of 9 `ok` drafts cannot tell
     78% from the 85% target."""

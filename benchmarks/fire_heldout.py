@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
-from fire_grading import GRADER_BRIEF, GRADES, draft_score_table, grade_table, regrade_agreement, write_sheet  # noqa: E402
+from fire_grading import (GRADER_BRIEF, GRADES, category_table, draft_score_table, grade_table,  # noqa: E402
+                          paired_usable, regrade_agreement, write_sheet)
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +106,12 @@ def report(args) -> None:
               *grade_table([(f"{shipped}, rule checks only", "fire", fire_rows.rechecked(as_run["fire"], draft_score=False)),
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
-              "", regrade_agreement("independent"), "", "## The draft score on every graded held-out reply", "",
+              "", regrade_agreement("independent"), "",
+              paired_usable((shipped, "fire", today["fire"]), ("zero-shot", "zero-shot", today["zero-shot"]),
+                            "independent"), "", "Usable of graded replies per gold category:", "",
+              *category_table([(shipped, "fire", today["fire"]), *forms,
+                               ("zero-shot", "zero-shot", today["zero-shot"])], gold, "independent"), "",
+              "## The draft score on every graded held-out reply", "",
               SCORE_INTRO, "", *draft_score_table(REPLIES, "independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

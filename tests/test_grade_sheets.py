@@ -61,3 +61,24 @@ def test_the_ok_share_carries_its_95_percent_interval():
     assert fire_grading.share_interval(7, 9) == " (45-94%)"
     assert fire_grading.share_interval(25, 36) == " (53-82%)"
     assert fire_grading.share_interval(0, 0) == ""
+
+
+def test_paired_usable_and_category_table_count_only_graded_usable_replies(grades):
+    """FIRE's gate stopped post c, which the baseline answered usably: the paired line keeps it apart."""
+    def rows(replies):
+        return {i: {"reply": {"text": t}} if t else {} for i, t in replies.items()}
+
+    fire = rows({"a": "fire a", "b": "fire b", "c": None})
+    base = rows({"a": "base a", "b": "base b", "c": "base c"})
+    verdicts = {("fire", "a"): "usable", ("fire", "b"): "harmful", ("zero-shot", "a"): "fixable",
+                ("zero-shot", "b"): "usable", ("zero-shot", "c"): "usable"}
+    keys = {**{("fire", i): k for i, k in fire_grading.reply_keys("fire", fire).items()},
+            **{("zero-shot", i): k for i, k in fire_grading.reply_keys("zero-shot", base).items()}}
+    write(grades / "fire-dev-independent.jsonl", [{"key": keys[s], "verdict": v, "why": ""} for s, v in verdicts.items()])
+    line = fire_grading.paired_usable(("fire", "fire", fire), ("zero-shot", "zero-shot", base), "independent")
+    assert line == ("On the 2 posts both answered: fire 1 usable, zero-shot 1; "
+                    "on the 1 posts only zero-shot answered, 1 usable.")
+    table = fire_grading.category_table([("fire", "fire", fire), ("zero-shot", "zero-shot", base)],
+                                        {"a": "stereotype", "b": "stereotype", "c": "conspiracy"}, "independent")
+    assert table[0] == "| system | conspiracy | stereotype |"
+    assert table[2:] == ["| fire | 0/0 | 1/2 |", "| zero-shot | 1/1 | 1/2 |"]
