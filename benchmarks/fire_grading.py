@@ -98,7 +98,6 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
     return lines
 
 
-
 def paired_usable(first: tuple[str, str, dict[str, dict]], second: tuple[str, str, dict[str, dict]],
                   grader: str) -> str:
     """Usable replies on the posts both (label, system, rows) answered, and on those only the second
