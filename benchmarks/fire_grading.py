@@ -30,6 +30,11 @@ def reply_keys(system: str, rows: dict[str, dict]) -> dict[str, str]:
     return {i: blind_key(system, i, r["reply"]["text"]) for i, r in rows.items() if r.get("reply")}
 
 
+def graded_by_item(system: str, rows: dict[str, dict], grades: dict[str, dict]) -> dict[str, dict]:
+    """Item id -> grade, for the rows whose reply has one."""
+    return {i: grades[k] for i, k in reply_keys(system, rows).items() if k in grades}
+
+
 def load_grades(grader: str) -> dict[str, dict]:
     path = GRADES / GRADERS[grader]
     if not path.exists():
@@ -87,7 +92,7 @@ def grade_table(entries: list[tuple[str, str, dict[str, dict]]], grader: str) ->
              "| usable among status ok (95% interval) | off-topic or contradicting with status ok |",
              "|---|---|" + "---|" * (len(VERDICTS) + 4)]
     for label, system, rows in entries:
-        graded = {i: grades[k] for i, k in reply_keys(system, rows).items() if k in grades}
+        graded = graded_by_item(system, rows, grades)
         verdicts = Counter(g["verdict"] for g in graded.values())
         ok = {i: g for i, g in graded.items() if rows[i]["status"] == "ok"}
         ok_usable = sum(g["verdict"] == "usable" for g in ok.values())
@@ -121,7 +126,7 @@ def category_table(entries: list[tuple[str, str, dict[str, dict]]], gold: dict[s
     categories = sorted(set(gold.values()))
     lines = ["| system | " + " | ".join(categories) + " |", "|---|" + "---|" * len(categories)]
     for label, system, rows in entries:
-        graded = [(gold.get(i), grades[k]["verdict"]) for i, k in reply_keys(system, rows).items() if k in grades]
+        graded = [(gold.get(i), g["verdict"]) for i, g in graded_by_item(system, rows, grades).items()]
         cells = [f"{sum(v == 'usable' for c, v in graded if c == cat)}/{sum(c == cat for c, _ in graded)}"
                  for cat in categories]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")

@@ -90,6 +90,7 @@ def report(args) -> None:
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
                    "and draft score")
     shipped = f"fire (shipped: {fire_rows.drafted_by(as_run['fire'])})"
+    fire, baseline = (shipped, "fire", today["fire"]), ("zero-shot", "zero-shot", today["zero-shot"])
     systems = {shipped: today["fire"], **({label: option} if option else {}),
                "zero-shot": today["zero-shot"]}
     lines += ["## Systems", "", *fire_rows.system_table(systems, gold), "",
@@ -107,10 +108,8 @@ def report(args) -> None:
                             (f"{shipped}, rule checks + draft score", "fire", today["fire"]), *forms,
                             ("zero-shot, rule checks + draft score", "zero-shot", today["zero-shot"])], "independent"),
               "", regrade_agreement("independent"), "",
-              paired_usable((shipped, "fire", today["fire"]), ("zero-shot", "zero-shot", today["zero-shot"]),
-                            "independent"), "", "Usable of graded replies per gold category:", "",
-              *category_table([(shipped, "fire", today["fire"]), *forms,
-                               ("zero-shot", "zero-shot", today["zero-shot"])], gold, "independent"), "",
+              paired_usable(fire, baseline, "independent"), "", "Usable of graded replies per gold category:", "",
+              *category_table([fire, *forms, baseline], gold, "independent"), "",
               "## The draft score on every graded held-out reply", "",
               SCORE_INTRO, "", *draft_score_table(REPLIES, "independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
