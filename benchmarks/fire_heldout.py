@@ -85,7 +85,9 @@ def report(args) -> None:
         label += f", the first {len(option)} posts only"
     forms = [(f"{label}, rule checks + draft score", "fire", option)] if option else []
     lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
-                   f"shuffle (seed {SEED}); no draft check, prompt or draft-score setting was read off these posts",
+                   f"shuffle (seed {SEED}); no prompt or draft-score setting was read off these posts, one "
+                   "draft-check pattern was (meta talk \"this post\", added 2026-12-04 after a grade here; it "
+                   "flags one draft the draft score already flagged)",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
                    "and draft score")

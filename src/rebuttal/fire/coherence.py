@@ -205,7 +205,7 @@ def slur_problem(text: str) -> Problem | None:
 META = re.compile(
     r"^\W*(?:I\s+agree\b|I\s+appreciate\s+your|thank\s+you\s+for\s+your|I\s+understand\s+(?:that\s|your\s))"
     r"|\bthis\s+person\b|\bthe\s+person\s+who\s+(?:wrote|posted)\b|\btarget\s+group\b"
-    r"|\bthe\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b"
+    r"|\b(?:the|this)\s+post\b|\bI\s+hope\s+this\s+helps\b|\bmy\s+stance\b"
     r"|\b(?:is|isn't|not)\s+(?:a|an)\s+(?:stereotype|misinformation|conspiracy|dehumani[sz]ation)\s*(?:post|category)?[.,]"
     r"|\b(?:the|this|that)\s+(?:author|user|poster|writer|analysis|analyst|moderator)(?:'s)?\b"
     r"|\b(?:counter-?speech|hate\s+speech\s+analyst|categor(?:y|ies)|as\s+an\s+ai|language\s+model)\b"
