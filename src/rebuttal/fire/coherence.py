@@ -193,12 +193,18 @@ MENTION = re.compile(r"(?:\b(?:say|saying|said|call|calling|called|word|words|te
                      r"|\b(?:slurs?|insults?|names?|labels?)\s+(?:like|such\s+as)\W+)$", re.IGNORECASE)
 
 
-def slur_problem(text: str) -> Problem | None:
+def slur_used(text: str) -> str | None:
+    """The first slur `text` uses in its own voice (not quoted, not mentioned), if any."""
     unquoted = QUOTED.sub(" ", text)
     for found in SLUR.finditer(unquoted):
         if not MENTION.search(unquoted[max(0, found.start() - 40):found.start()]):
-            return Problem("slur", f'it says "{found.group(0)}"; never use a slur or insult: '
-                                   "name the people respectfully")
+            return found.group(0)
+    return None
+
+
+def slur_problem(text: str) -> Problem | None:
+    if slur := slur_used(text):
+        return Problem("slur", f'it says "{slur}"; never use a slur or insult: name the people respectfully')
     return None
 
 

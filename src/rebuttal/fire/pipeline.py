@@ -10,7 +10,7 @@ import numpy as np
 
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
-from rebuttal.fire.coherence import flag_reasoning
+from rebuttal.fire.coherence import flag_reasoning, slur_used
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
 from rebuttal.llm import ChatModel, LLMError
@@ -193,6 +193,11 @@ class FirePipeline:
         result.status = "not_hateful"
         result.message = (f"No reply: the hate gate scored the post {gate.score:.2f}, below its threshold "
                           f"{gate.threshold:.2f}.")
+        # The gate misses some blunt posts whose slur is one token among many (2 of the 7 hateful
+        # silver dev round-1 posts it stopped); a slur in the post's own voice asks for a reviewer.
+        if slur := slur_used(result.text):
+            result.trace.flag("gate_missed_slur")
+            result.message += f" But it uses a slur ({slur}): a reviewer should look."
         result.analysis = Analysis(
             is_hateful=False, target_group="", category=assessment.category or HateType.nonfactual,
             reasoning="Not hateful according to the hate gate; no analysis or reply is written.",
