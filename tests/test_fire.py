@@ -333,13 +333,13 @@ def test_gate_below_threshold_means_no_llm_call_and_no_reply(memory):
     assert "0.20, below its threshold 0.50" in result.message
 
 
-def test_a_slur_the_gate_let_pass_is_flagged_for_review_without_a_reply(memory):
+def test_a_slur_in_a_post_the_gate_stopped_is_flagged_without_a_reply(memory):
     from fakes import FixedGate
 
     model = ScriptedChatModel([])
-    result = pipeline(model, memory, gate=FixedGate(0.2)).respond("Sick of everyone at work being a selfish kike")
+    result = pipeline(model, memory, gate=FixedGate(0.2)).respond("Typical move from that bunch of kikes, as usual.")
     assert result.status == "not_hateful" and result.reply is None and model.calls == []
-    assert result.trace.flags == ["gate_missed_slur"] and "slur (kike)" in result.message
+    assert result.trace.flags == ["gate_missed_slur"] and "slur (kikes)" in result.message
     quoted = pipeline(model, memory, gate=FixedGate(0.2)).respond('It is not okay to call people "kikes".')
     assert quoted.status == "not_hateful" and quoted.trace.flags == []
 
