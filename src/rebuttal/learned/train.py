@@ -126,7 +126,10 @@ EN_STATES_WHOLE = ("silver",)
 # 0.24, C 0.01 0.32; a token head over the same states 0.32; character n-grams 0.66). English uses
 # the same settings, not re-tuned (held-out FPR 0.098 at recall 0.90, MiniLM + n-grams 0.47;
 # HateCheck weight 1-2 or C 0.01 called 1-4 more silver dev posts hateful at FPR 0.11-0.15;
-# adding the MiniLM vector or averaging with the linear gate called none more).
+# adding the MiniLM vector or averaging with the linear gate called none more). Tried since and
+# worse (2026-12-04, same folds, FPR at 90% recall en / zh): adding max-pooling 0.12 / 0.29 against
+# 0.10 / 0.24; an attention-pooled probe (en) 0.18; the last state after a stance question appended
+# to the text (zh) 0.34, beside mean + last 0.25.
 STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 64}
 STATES_C = 0.001
 HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations, quotes and neutral mentions
