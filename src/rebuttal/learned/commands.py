@@ -54,8 +54,13 @@ def train_gate_command(
     chinese: Annotated[str, typer.Option(help="Chinese gate: `states` (the embedded chat model's layer-14 states, "
                                               "the shipped kind; ~15 min to read them; a linear fallback is kept) "
                                               "or `linear` (character n-grams, ~1 min)")] = "states",
+    keep: Annotated[list[str], typer.Option(help="a language (en, zh) to copy from --keep-from instead of "
+                                                 "training it; repeatable")] = [],  # noqa: B006 - typer reads it
+    keep_from: Annotated[Path | None, typer.Option(help="the gate.npz --keep copies from (default: the shipped "
+                                                        "gate)")] = None,
 ) -> None:
     """Train the hate gate (English and Chinese); REBUTTAL_GATE_MODEL=OUT/gate.npz makes FIRE use it."""
+    from rebuttal.learned.gate import HateGate
     from rebuttal.learned.train import train_gate
 
     try:
@@ -63,7 +68,11 @@ def train_gate_command(
             raise typer.BadParameter("--english must be head, linear or states")
         if chinese not in ("states", "linear"):
             raise typer.BadParameter("--chinese must be states or linear")
-        gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr, english=english, chinese=chinese)
+        if not set(keep) <= {"en", "zh"}:
+            raise typer.BadParameter("--keep takes en or zh")
+        kept = (HateGate.load(keep_from) if keep_from else HateGate.load()).only(keep) if keep else None
+        gate = train_gate(data_root, out, recall_target=recall, max_fpr=max_fpr, english=english, chinese=chinese,
+                          keep=kept)
     except FileNotFoundError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None

@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from rebuttal.learned.rejections import GATE_ROWS, rejection_texts
+
 csv.field_size_limit(10**7)
 
 
@@ -69,7 +71,15 @@ def silver_posts(paths: list[Path]) -> list[LabelledText]:
 
 def state_toxicn(root: Path) -> list[LabelledText]:
     items = json.loads((root / "state-toxicn" / "train.json").read_text(encoding="utf-8"))
-    return [LabelledText(_clean(r["content"]), str(r["sen_hate"]) == "1", "state-toxicn") for r in items]
+    return [LabelledText(_clean(r["content"]), str(r["sen_hate"]) == "1", "state-toxicn", group=f"post:{r['id']}")
+            for r in items]
+
+
+def state_toxicn_rejections(root: Path, limit: int | None = None) -> list[LabelledText]:
+    """Rule-made rejections of hateful STATE-ToxiCN claims (rejections.py), non-hateful; each in
+    the group of the post its claim came from."""
+    return [LabelledText(text, False, "state-toxicn-rejections", group=f"post:{post}")
+            for post, text in rejection_texts(root, limit)]
 
 
 def hatecheck(root: Path, lang: str) -> list[LabelledText]:
@@ -84,9 +94,10 @@ def gate_corpus(root: Path, lang: str, per_source: int = 6000, seed: int = 13,
     """Everything we hold for one language, at most `per_source` rows of each source and label
     (a fixed-seed sample: the Gab and implicit-hate negatives would otherwise drown the rest and
     take most of the encoding time) except the sources in `whole`, kept entire. HateCheck is not
-    included: callers add its dev half."""
+    included: callers add its dev half. Chinese adds rule-made rejections of STATE-ToxiCN's hateful
+    claims (rejections.py) as non-hateful rows: we hold no Chinese counter-speech."""
     if lang == "zh":
-        rows = state_toxicn(root)
+        rows = state_toxicn(root) + state_toxicn_rejections(root, GATE_ROWS)
     else:
         silver = sorted((root / "factualcs-silver").glob("train*.jsonl"))
         rows = implicit_hate(root) + ethos(root) + gab(root) + counterspeech(root) + silver_posts(silver)

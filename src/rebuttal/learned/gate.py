@@ -160,6 +160,12 @@ class HateGate:
     def is_fallback(self, gate: LanguageGate) -> bool:
         return any(gate is g for g in self.fallbacks.values())
 
+    def only(self, languages: list[str]) -> HateGate:
+        """The same gate with `languages` alone (their fallbacks and training notes kept)."""
+        return HateGate({lang: self.gates[lang] for lang in languages},
+                        {**self.meta, "languages": {lang: self.meta["languages"][lang] for lang in languages}},
+                        {lang: g for lang, g in self.fallbacks.items() if lang in languages})
+
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -137,17 +137,22 @@ HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations,
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
                max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET, english: str = "states",
-               chinese: str = "states") -> HateGate:
+               chinese: str = "states", keep: HateGate | None = None) -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half, its cuts set
     by `calibrate` from template-held-out folds of HateCheck dev (a template never sits in train
     and test of the same fold). Each language's kind: "states" (the chat model's states; a linear
-    fallback is trained too), "linear", or (English) "head" (token head, gate_head.py)."""
+    fallback is trained too), "linear", or (English) "head" (token head, gate_head.py). The
+    languages of `keep` (a gate, e.g. `HateGate.only(["en"])`) are copied, not trained again."""
     from rebuttal.learned import datasets
 
     root = Path(root)
-    gates, fallbacks, info = {}, {}, {}
+    gates, fallbacks = (dict(keep.gates), dict(keep.fallbacks)) if keep else ({}, {})
+    kept = keep.meta["languages"] if keep else {}
+    info = {lang: kept[lang] | {"kept": keep.meta.get("trained", "")} for lang in kept}
     builders = {"linear": _linear_gate, "head": _head_gate, "states": _states_gate}
     for lang, kind in (("en", english), ("zh", chinese)):
+        if lang in kept:
+            continue
         corpus = datasets.gate_corpus(root, lang, **_corpus_sample(lang, kind))
         hatecheck = datasets.hatecheck(root, lang)
         cuts = (recall_target, max_fpr, fpr_budget)
@@ -156,7 +161,7 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
         if kind == "states":  # for machines without the embedded model
             fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, corpus, hatecheck, lang, c, *cuts)
     gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "fpr_budget": fpr_budget,
-                            "trained": time.strftime("%Y-%m-%d"), "languages": info}, fallbacks)
+                            "trained": time.strftime("%Y-%m-%d"), "languages": dict(sorted(info.items()))}, fallbacks)
     out = Path(out)
     gate.save(out / "gate.npz")
     (out / "gate_card.md").write_text(gate_card(gate), encoding="utf-8")
@@ -288,7 +293,8 @@ def gate_card(gate: HateGate) -> str:
         grams = "MiniLM vectors + word n-grams" if lang == "en" else "character n-grams"
         fallback = (f" (fallback when that model is not installed: logistic regression on {grams}, "
                     "flagged `gate_fallback`)") if "fallback" in info else ""
-        lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}")
+        kept = f"; kept from the gate trained {info['kept']}" if "kept" in info else ""
+        lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}{kept}")
     lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
               "(Chinese).", "", "## Data", ""]
     for lang, info in gate.meta["languages"].items():
@@ -301,7 +307,8 @@ def gate_card(gate: HateGate) -> str:
             lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
               "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
-              "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial), HateCheck and Multilingual "
+              "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial; its hateful claims also go into "
+              "rule-made rejections, `state-toxicn-rejections`, as non-hateful rows), HateCheck and Multilingual "
               "HateCheck dev halves (CC BY 4.0). The chat model (Qwen2.5-Coder-1.5B-Instruct, Apache-2.0) is not "
               "part of the gate file; it is read at run time from the installed model.", "", "## Licence", "",
               LICENCE_NOTE, "", "Scores: benchmarks/results/gate.md."]
