@@ -2,7 +2,7 @@
 the Chinese gate.
 
 The English gate learns that quoting hate to reject it is not hate from human counter-speech
-(CONAN, CrowdCounter); we hold no Chinese counter-speech, and the Chinese gate called 57% of
+(CONAN, CrowdCounter); we hold no Chinese counter-speech, and the Chinese gate called 58% of
 Multilingual HateCheck's "counter-speech referencing hate" cases hateful. Each row here puts
 the (target, argument) claim of one hateful STATE-ToxiCN train post inside a frame that
 rejects it. The frames were written for this (not taken from HateCheck); quoting frames use
@@ -27,7 +27,7 @@ REFERRING = (
 )
 MAX_CLAIM_CHARS = 30  # longer spans read as a second post inside the frame
 # How many go into the gate's training. Template-held-out HateCheck zh FPR at 90% recall: none
-# 0.241, 1,200 0.189, 2,400 0.192, all 3,874 0.189 (chosen 2026-12-04, scratch runs on cached states).
+# 0.245, 1,200 0.189, all 3,874 0.191 (benchmarks/results/gate_zh.md; 2,400: 0.192 in a scratch run).
 GATE_ROWS = 1200
 
 
