@@ -1,6 +1,6 @@
-"""What the Chinese states gate is trained on: STATE-ToxiCN posts, rule-made rejections of their
-hateful claims (shipped since 2026-12-04), and English rows (tried, not shipped; the chat model's
-layer-14 states are multilingual). Results: benchmarks/results/gate_zh.md.
+"""What the Chinese states gate reads and is trained on: STATE-ToxiCN posts, rule-made rejections of
+their hateful claims (shipped since 2026-12-04), English rows (the states are multilingual), a deeper
+layer and other C / HateCheck weights (tried, not shipped). Results: benchmarks/results/gate_zh.md.
 
     python benchmarks/gate_zh.py
 
@@ -29,20 +29,21 @@ RESULTS = ROOT / "benchmarks" / "results" / "gate_zh.md"
 HELD_POSTS_SEED = 7
 
 
-def train_on(features: dict, labels: dict, groups: dict, parts: list[str], leave_out: set[str]):
-    """A states gate on `parts` (names in features), rows whose group is in `leave_out` left out."""
+def train_on(features: dict, labels: dict, groups: dict, parts: list[str], leave_out: set[str], setting: tuple):
+    """A states gate on `parts` (names in features), rows whose group is in `leave_out` left out;
+    `setting` is (states spec, C, HateCheck weight)."""
     from rebuttal.learned.gate import train_states_gate
-    from rebuttal.learned.train import HATECHECK_WEIGHT, STATES, STATES_C
 
+    spec, c, hatecheck_weight = setting
     rows = []
     for part in parts:
         keep = np.array([g not in leave_out for g in groups[part]])
-        rows.append((features[part][keep], labels[part][keep], HATECHECK_WEIGHT if "hatecheck" in part else 1.0))
+        rows.append((features[part][keep], labels[part][keep], hatecheck_weight if "hatecheck" in part else 1.0))
     return train_states_gate(np.vstack([x for x, _, _ in rows]), list(np.concatenate([y for _, y, _ in rows])),
-                             np.concatenate([np.full(len(y), w) for _, y, w in rows]), STATES, STATES_C)
+                             np.concatenate([np.full(len(y), w) for _, y, w in rows]), spec, c)
 
 
-def fold_scores(features: dict, labels: dict, groups: dict, parts: list[str]) -> np.ndarray:
+def fold_scores(features: dict, labels: dict, groups: dict, parts: list[str], setting: tuple) -> np.ndarray:
     """Held-out scores of the zh HateCheck cases for a gate trained on `parts` + the other folds."""
     from sklearn.model_selection import GroupKFold
 
@@ -51,18 +52,19 @@ def fold_scores(features: dict, labels: dict, groups: dict, parts: list[str]) ->
     templates = np.array(groups["hatecheck zh"])
     scores = np.zeros(len(templates))
     for _, held in GroupKFold(5).split(templates, groups=templates):
-        gate = train_on(features, labels, groups, ["hatecheck zh", *parts], set(templates[held]))
+        gate = train_on(features, labels, groups, ["hatecheck zh", *parts], set(templates[held]), setting)
         scores[held] = sigmoid(features["hatecheck zh"][held] @ gate.coef + gate.intercept)
     return scores
 
 
-def post_scores(features: dict, labels: dict, groups: dict, parts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def post_scores(features: dict, labels: dict, groups: dict, parts: list[str],
+                setting: tuple) -> tuple[np.ndarray, np.ndarray]:
     """Scores and gold labels of the held-out fifth of STATE-ToxiCN posts."""
     from rebuttal.learned.text import sigmoid
 
     posts = sorted(set(groups["STATE-ToxiCN posts"]))
     held = set(random.Random(HELD_POSTS_SEED).sample(posts, len(posts) // 5))
-    gate = train_on(features, labels, groups, ["hatecheck zh", *parts], held)
+    gate = train_on(features, labels, groups, ["hatecheck zh", *parts], held, setting)
     rows = np.array([g in held for g in groups["STATE-ToxiCN posts"]])
     return sigmoid(features["STATE-ToxiCN posts"][rows] @ gate.coef + gate.intercept), labels["STATE-ToxiCN posts"][rows]
 
@@ -73,38 +75,47 @@ def main() -> None:
     from rebuttal.learned import datasets
     from rebuttal.learned.calibration import recall_cut
     from rebuttal.learned.rejections import GATE_ROWS
-    from rebuttal.learned.train import STATES, _corpus_sample, cached_pooled_states
+    from rebuttal.learned.train import HATECHECK_WEIGHT, STATES, STATES_C, _corpus_sample, cached_pooled_states
 
     sets = {"STATE-ToxiCN posts": datasets.state_toxicn(DATA),
             f"{GATE_ROWS} rejections": datasets.state_toxicn_rejections(DATA, GATE_ROWS),
             "all rejections": datasets.state_toxicn_rejections(DATA),
             "hatecheck zh": datasets.hatecheck(DATA, "zh"), "hatecheck en": datasets.hatecheck(DATA, "en"),
             "English corpus": datasets.gate_corpus(DATA, "en", **_corpus_sample("en", "states"))}
-    features, labels, groups = {}, {}, {}
-    for name, rows in sets.items():
-        features[name] = cached_pooled_states(STATES, [r.text for r in rows])
-        groups[name] = [r.group for r in rows]
-        labels[name] = np.array([r.hateful for r in rows])
+    shipped, layer20 = (STATES, STATES_C, HATECHECK_WEIGHT), ({**STATES, "layers": 20}, STATES_C, HATECHECK_WEIGHT)
+    tuned = (0.0005, 5.0)  # C and HateCheck weight: the best of 0.0005/0.001/0.003 and 3/5 at layer 20
+    posts, rejections = ["STATE-ToxiCN posts"], ["STATE-ToxiCN posts", f"{GATE_ROWS} rejections"]
+    variants = {"layer 14: STATE-ToxiCN posts (shipped until 2026-12-04)": (posts, shipped),
+                f"layer 14: + {GATE_ROWS} rejections (shipped)": (rejections, shipped),
+                f"layer 14: + all {len(sets['all rejections'])} rejections": (posts + ["all rejections"], shipped),
+                f"layer 14: + {GATE_ROWS} rejections + English HateCheck dev": (rejections + ["hatecheck en"], shipped),
+                f"layer 14: + {GATE_ROWS} rejections + English HateCheck dev + English corpus":
+                    (rejections + ["hatecheck en", "English corpus"], shipped),
+                f"layer 14: + {GATE_ROWS} rejections, C {tuned[0]}, HateCheck weight {tuned[1]:g}":
+                    (rejections, (STATES, *tuned)),
+                "layer 20: STATE-ToxiCN posts": (posts, layer20),
+                f"layer 20: + {GATE_ROWS} rejections": (rejections, layer20),
+                f"layer 20: + {GATE_ROWS} rejections, C {tuned[0]}, HateCheck weight {tuned[1]:g}":
+                    (rejections, (layer20[0], *tuned))}
+    features = {(setting[0]["layers"], part): cached_pooled_states(setting[0], [r.text for r in sets[part]])
+                for parts, setting in variants.values() for part in ["hatecheck zh", *parts]}
+    groups = {name: [r.group for r in rows] for name, rows in sets.items()}
+    labels = {name: np.array([r.hateful for r in rows]) for name, rows in sets.items()}
     hatecheck, gold = sets["hatecheck zh"], labels["hatecheck zh"]
-    shipped = ["STATE-ToxiCN posts", f"{GATE_ROWS} rejections"]
-    variants = {"STATE-ToxiCN posts (shipped until 2026-12-04)": ["STATE-ToxiCN posts"],
-                f"+ {GATE_ROWS} rejections (shipped)": shipped,
-                f"+ all {len(sets['all rejections'])} rejections": ["STATE-ToxiCN posts", "all rejections"],
-                "shipped + English HateCheck dev": [*shipped, "hatecheck en"],
-                "shipped + English HateCheck dev + English corpus": [*shipped, "hatecheck en", "English corpus"]}
     functionalities = sorted({r.source.split(":")[-1] for r in hatecheck if not r.hateful})
-    lines = header("What the Chinese hate gate is trained on",
+    lines = header("What the Chinese hate gate reads and is trained on",
                    split="Multilingual HateCheck zh dev half, template-held-out 5-fold cross-validation; STATE-ToxiCN "
                          f"train, a fifth of its posts held out (seed {HELD_POSTS_SEED})",
-                   model=f"{STATES['model']} hidden states after {STATES['layers']} layers (no chat call)",
-                   memory="none")
+                   model=f"{STATES['model']} hidden states after 14 or 20 layers, first {STATES['max_tokens']} "
+                         "tokens (no chat call)", memory="none")
     lines += ["| training rows (+ the other HateCheck zh folds) | rows | threshold (recall 0.90) | recall | FPR | "
               "held-out STATE posts: AUC | hateful called hateful | non-hateful called hateful | "
               + " | ".join(functionalities) + " |", "|---|---|---|---|---|---|---|---|" + "---|" * len(functionalities)]
-    for name, parts in variants.items():
-        scores = fold_scores(features, labels, groups, parts)
+    for name, (parts, setting) in variants.items():
+        layer = {part: features[setting[0]["layers"], part] for part in ["hatecheck zh", *parts]}
+        scores = fold_scores(layer, labels, groups, parts, setting)
         cut = recall_cut(scores, list(gold), 0.9)
-        posts, post_gold = post_scores(features, labels, groups, parts)
+        posts, post_gold = post_scores(layer, labels, groups, parts, setting)
         per = [np.mean([s >= cut for r, s in zip(hatecheck, scores) if r.source.endswith(":" + f)]) for f in functionalities]
         lines.append(f"| {name} | {sum(len(sets[p]) for p in parts) + len(hatecheck)} | {cut:.2f} | "
                      f"{(scores[gold] >= cut).mean():.3f} | {(scores[~gold] >= cut).mean():.3f} | "
@@ -113,7 +124,8 @@ def main() -> None:
     lines += ["", "Functionality columns: the share of that non-hateful functionality's held-out cases called hateful. "
               "Rejections: a hateful STATE-ToxiCN claim inside a frame that quotes or names it to reject it "
               "(src/rebuttal/learned/rejections.py), labelled non-hateful. The held-out STATE posts are scored at the "
-              "variant's HateCheck threshold: what the variant costs on real posts."]
+              "variant's HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper "
+              "pass for Chinese posts (the category model reads layer 14)."]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
