@@ -76,3 +76,6 @@ def test_train_gate_keeps_a_language_and_trains_chinese_with_the_rejections(tmp_
     assert np.array_equal(reloaded.gates["en"].coef, shipped.gates["en"].coef)
     (score, _, lang), = reloaded.scores(["外地人99号素质低，滚出去"])
     assert lang == "zh" and score > reloaded.gates["zh"].threshold
+    again = train_gate(root, tmp_path / "again", chinese="linear", keep=reloaded.only(["en"]))
+    english_trained = shipped.meta["languages"]["en"].get("kept", shipped.meta["trained"])  # the shipped one is kept too
+    assert again.meta["languages"]["en"]["kept"] == gate.meta["languages"]["en"]["kept"] == english_trained

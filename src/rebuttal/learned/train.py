@@ -149,7 +149,7 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
     root = Path(root)
     gates, fallbacks = (dict(keep.gates), dict(keep.fallbacks)) if keep else ({}, {})
     kept = keep.meta["languages"] if keep else {}
-    info = {lang: kept[lang] | {"kept": keep.meta.get("trained", "")} for lang in kept}
+    info = {lang: {"kept": keep.meta.get("trained", "")} | kept[lang] for lang in kept}  # a kept gate's own date stays
     builders = {"linear": _linear_gate, "head": _head_gate, "states": _states_gate}
     for lang, kind in (("en", english), ("zh", chinese)):
         if lang in kept:
