@@ -29,6 +29,7 @@ DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "gate.md"
 SILVER_DEV = DATA / "factualcs-silver" / "dev.jsonl"
 SILVER_DEV2 = DATA / "factualcs-silver" / "dev_round2.jsonl"
+TIMED_POSTS = 104  # real posts timed one at a time, as FIRE reads them
 
 
 def rates(rows, scores, threshold) -> tuple[float, float, int, int]:
@@ -45,9 +46,13 @@ INTRO = ["Targets (issue 11): hateful recall >= 0.90 and non-hateful FPR <= 0.15
          "hateful silver dev posts at or above the threshold (round 1; round 2 in brackets), the gate's "
          "recall on the kind of post FIRE exists for. `ms per case`: the gate's own time per HateCheck case in the in-sample pass (batched; the "
          "MiniLM vectors FIRE computes anyway are not counted; a states gate's includes its forward pass, one "
-         "case at a time).", "",
+         "case at a time). `ms per real post`: the same, one post at a time as FIRE calls it, on real posts, "
+         "which are longer: the hateful silver dev round-1 posts (English), the first "
+         f"{TIMED_POSTS} STATE-ToxiCN train posts (Chinese; timed only, the gate trained on them); median "
+         "[90th percentile]. The learned parts' target (issue 11) is < 100 ms a post.", "",
          "| language | gate | threshold | recall (held-out) | FPR (held-out) | recall (in-sample) | FPR (in-sample) "
-         "| silver dev hateful called hateful, round 1 [round 2] | ms per case (after MiniLM) |", "|---|---|---|---|---|---|---|---|---|"]
+         "| silver dev hateful called hateful, round 1 [round 2] | ms per case (after MiniLM) | ms per real post, "
+         "median [p90] |", "|---|---|---|---|---|---|---|---|---|---|"]
 
 BAND_INTRO = ["", "## The LLM's veto band", "",
               "FIRE writes a reply when the gate says hateful and the LLM agrees; from the gate's `sure` score on, "
@@ -88,12 +93,14 @@ def main() -> None:
     tables, bands = [], []
     encoder = load_minilm()
     silver = [[r.text for r in datasets.silver_posts([path]) if r.hateful] for path in (SILVER_DEV, SILVER_DEV2)]
+    timed = {"en": silver[0][:TIMED_POSTS], "zh": [r.text for r in datasets.state_toxicn(DATA)[:TIMED_POSTS]]}
     for lang in ("en", "zh"):
         hatecheck = datasets.hatecheck(DATA, lang)
         texts = [r.text for r in hatecheck]
         vectors = encoder.encode(texts)
         own = [[t for t in posts if language(t) == lang] for posts in silver]  # encoded once, scored by every gate
         own_vectors = [encoder.encode(posts) for posts in own]
+        timed_vectors = encoder.encode(timed[lang])
         for name, gate in gates.items():
             if name != "shipped" and kinds[name][lang] == kinds["shipped"][lang]:
                 continue  # the same kind of model for this language: the shipped rows stand for it
@@ -102,7 +109,8 @@ def main() -> None:
                 in_sample = one.score(texts, vectors if one.uses_vectors else None, lang, encoder)
                 ms = (time.perf_counter() - started) * 1000 / len(texts)
                 lines.append(row(lang, label, hatecheck, held_out, in_sample, one.threshold)
-                             + silver_recall(one, lang, own, own_vectors, encoder) + f" {ms:.2f} |")
+                             + silver_recall(one, lang, own, own_vectors, encoder) + f" {ms:.2f} |"
+                             + post_ms(one, lang, timed[lang], timed_vectors, encoder))
                 tables += functionality_table(f"{lang}, {label}", hatecheck, held_out, one.threshold)
                 bands.append(band_row(f"{lang}, {label}", hatecheck, held_out, one))
     lines += [*BAND_INTRO, *bands, "", *tables]
@@ -127,6 +135,16 @@ def silver_recall(gate, lang: str, rounds: list[list[str]], vectors: list, encod
         called = int((gate.score(texts, rows if gate.uses_vectors else None, lang, encoder) >= gate.threshold).sum())
         shares.append(f"{called}/{len(texts)} ({called / len(texts):.2f})")
     return f" {shares[0]} [{shares[1]}] |"
+
+
+def post_ms(gate, lang: str, posts: list[str], vectors, encoder) -> str:
+    """Median [p90] ms of scoring one post at a time (MiniLM vectors given, as in FIRE)."""
+    times = []
+    for text, vector in zip(posts, vectors):
+        started = time.perf_counter()
+        gate.score([text], vector[None] if gate.uses_vectors else None, lang, encoder)
+        times.append((time.perf_counter() - started) * 1000)
+    return f" {np.median(times):.1f} [{np.percentile(times, 90):.1f}] |"
 
 
 def recorded_held_out(gate, lang: str, hatecheck, name: str) -> np.ndarray:

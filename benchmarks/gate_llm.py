@@ -11,7 +11,8 @@ functionality's share called hateful is estimated as
     P(score >= sure) + P(threshold <= score < sure) * P(LLM says hateful | sampled band cases)
 
 with the gate's template-held-out scores (recorded in the shipped gate at training). Recall and
-FPR then weight the functionalities by their case counts, as gate.md does.
+FPR then weight the functionalities by their case counts, as gate.md does. The same estimate
+on real Chinese posts (held out from the gate, `benchmarks/gate_zh.py` writes them) ends the file.
 
 Two votes are measured on the same cases: `analyst` (`FireSettings(gate_vote="analyst")`, the
 default until session 5: the analyst answers category `none`) and `stance` (the default): one
@@ -35,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gate import DATA, SILVER_DEV, rates, recorded_held_out  # noqa: E402
+from gate_zh import HELD_POSTS  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +134,33 @@ def silver_band(pipeline) -> list[dict]:
     return out
 
 
+def chinese_posts(pipeline, per_class: int) -> list[str]:
+    """The stance vote on real Chinese posts: the held-out fifth of STATE-ToxiCN posts scored by the
+    shipped recipe retrained without them (gate_zh.py writes them with its cuts); up to `per_class`
+    band posts of each gold class asked (fixed seed), estimated as for HateCheck."""
+    lines = ["", "## Real Chinese posts: the held-out fifth of STATE-ToxiCN (Zhihu, Tieba)", ""]
+    if not HELD_POSTS.exists():
+        return lines + [f"Not measured: run benchmarks/gate_zh.py first (it writes {HELD_POSTS.relative_to(ROOT)})."]
+    held = json.loads(HELD_POSTS.read_text(encoding="utf-8"))
+    threshold, sure, rng = held["threshold"], held["sure"], random.Random(SEED)
+    lines += [f"The shipped Chinese recipe (layer 14, with the rejections) trained again without a fifth of the "
+              f"STATE-ToxiCN posts (seed {held['seed']}, benchmarks/gate_zh.py) scores them; its HateCheck folds give "
+              f"threshold {threshold:.2f} and sure {sure:.2f}. The stance vote is asked on up to {per_class} band posts "
+              "of each gold class; called hateful = P(score >= sure) + P(in band) x P(LLM says hateful | asked).", "",
+              "| gold | posts | gate alone called hateful | at >= sure | in band | band posts asked | LLM says hateful "
+              "| gate + LLM called hateful |", "|---|---|---|---|---|---|---|---|"]
+    for hateful in (True, False):
+        group = [p for p in held["posts"] if p["hateful"] == hateful]
+        band = [p["text"] for p in group if threshold <= p["score"] < sure]
+        above, in_band = np.mean([p["score"] >= sure for p in group]), len(band) / len(group)
+        asked = rng.sample(band, min(per_class, len(band)))
+        votes = cached_votes(pipeline, VOTES / "zh-posts-stance.jsonl", {t: t for t in asked}, "stance", "text")
+        says = float(np.mean([v["llm_hateful"] for v in votes.values()])) if votes else 1.0
+        lines.append(f"| {'hateful' if hateful else 'non-hateful'} | {len(group)} | {above + in_band:.3f} | {above:.3f} "
+                     f"| {in_band:.3f} | {len(asked)} | {says:.2f} | {above + in_band * says:.3f} |")
+    return lines
+
+
 def combined(rows, scores, gate, votes: dict[int, dict]) -> dict[str, dict]:
     """Per functionality: gate-only share called hateful and the gate+LLM estimate."""
     by = defaultdict(list)
@@ -197,6 +226,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-functionality", type=int, default=5)
     parser.add_argument("--votes", default=",".join(VOTES_KINDS), help="analyst and/or stance, comma-separated")
+    parser.add_argument("--zh-posts-per-class", type=int, default=60,
+                        help="band posts of each gold class asked in the real Chinese posts section")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"needs the shared data at {DATA}")
@@ -209,6 +240,7 @@ def main() -> None:
             votes = llm_votes(pipeline, rows, sample, lang, kind)
             results[(lang, kind)] = (rows, scores, gate, votes, combined(rows, scores, gate, votes))
     lines = report(args.per_functionality, results, silver_band(pipeline))
+    lines += chinese_posts(pipeline, args.zh_posts_per_class)
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "gate_zh.md"
 HELD_POSTS_SEED = 7
+# The shipped recipe's held-out posts with their scores and cuts, for gate_llm.py's vote on real posts.
+HELD_POSTS = ROOT / "runs" / "bench" / "gate-zh" / "held-out-posts.json"
 
 
 def train_on(features: dict, labels: dict, groups: dict, parts: list[str], leave_out: set[str], setting: tuple):
@@ -66,14 +68,23 @@ def post_scores(features: dict, labels: dict, groups: dict, parts: list[str],
     held = set(random.Random(HELD_POSTS_SEED).sample(posts, len(posts) // 5))
     gate = train_on(features, labels, groups, ["hatecheck zh", *parts], held, setting)
     rows = np.array([g in held for g in groups["STATE-ToxiCN posts"]])
-    return sigmoid(features["STATE-ToxiCN posts"][rows] @ gate.coef + gate.intercept), labels["STATE-ToxiCN posts"][rows]
+    return sigmoid(features["STATE-ToxiCN posts"][rows] @ gate.coef + gate.intercept), rows
+
+
+def save_held_out(texts: list[str], gold: np.ndarray, scores: np.ndarray, threshold: float, sure: float) -> None:
+    import json
+
+    HELD_POSTS.parent.mkdir(parents=True, exist_ok=True)
+    posts = [{"text": t, "hateful": bool(g), "score": round(float(s), 4)} for t, g, s in zip(texts, gold, scores)]
+    HELD_POSTS.write_text(json.dumps({"threshold": threshold, "sure": sure, "seed": HELD_POSTS_SEED, "posts": posts},
+                                     ensure_ascii=False), encoding="utf-8")
 
 
 def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.learned import datasets
-    from rebuttal.learned.calibration import recall_cut
+    from rebuttal.learned.calibration import recall_cut, sure_cut
     from rebuttal.learned.rejections import GATE_ROWS
     from rebuttal.learned.train import HATECHECK_WEIGHT, STATES, STATES_C, _corpus_sample, cached_pooled_states
 
@@ -115,7 +126,11 @@ def main() -> None:
         layer = {part: features[setting[0]["layers"], part] for part in ["hatecheck zh", *parts]}
         scores = fold_scores(layer, labels, groups, parts, setting)
         cut = recall_cut(scores, list(gold), 0.9)
-        posts, post_gold = post_scores(layer, labels, groups, parts, setting)
+        posts, rows = post_scores(layer, labels, groups, parts, setting)
+        post_gold = labels["STATE-ToxiCN posts"][rows]
+        if name.endswith("(shipped)"):
+            save_held_out([r.text for r, kept in zip(sets["STATE-ToxiCN posts"], rows) if kept], post_gold, posts,
+                          cut, sure_cut(scores, list(gold), cut, 0.15))
         per = [np.mean([s >= cut for r, s in zip(hatecheck, scores) if r.source.endswith(":" + f)]) for f in functionalities]
         lines.append(f"| {name} | {sum(len(sets[p]) for p in parts) + len(hatecheck)} | {cut:.2f} | "
                      f"{(scores[gold] >= cut).mean():.3f} | {(scores[~gold] >= cut).mean():.3f} | "

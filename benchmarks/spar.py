@@ -19,7 +19,7 @@ from pathlib import Path
 
 from provenance import header
 
-from rebuttal.spar.gold import load_state_toxicn, load_tbo
+from rebuttal.data.gold import load_state_toxicn, load_tbo
 from rebuttal.spar.tagger.labels import carve
 from rebuttal.spar.tagger.parser import TaggerParser
 from rebuttal.spar.tagger.train import TrainSettings

@@ -22,11 +22,11 @@ from pathlib import Path
 from provenance import header
 
 from rebuttal.eval.spar_scoring import Predictions, format_report, score
-from rebuttal.spar.gold import load_gold
+from rebuttal.data.gold import load_gold
 from rebuttal.spar.tagger import labels as L
 from rebuttal.spar.tagger.card import record_scores
 from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser
-from rebuttal.spar.vocab import Track
+from rebuttal.data.vocab import Track
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -4,7 +4,7 @@ from difflib import SequenceMatcher
 import pytest
 from typer.testing import CliRunner
 
-from rebuttal.spar.gold import GoldPost
+from rebuttal.data.gold import GoldPost
 from rebuttal.eval.spar_scoring import (
     Predictions, format_report, greedy_matches, read_predictions, score_state_toxicn, score_tbo,
     soft_equal, tuple_matcher,

@@ -24,15 +24,18 @@ ITEMS = [
     {"id": 5, "content": "第二个才是仇恨", "sen_hate": "1",
      "Q1 Target": "你", "Q1 Argument": "说得对", "Q1 hateful": "non-hate",
      "Q2 Target": "外地人", "Q2 Argument": "素质低", "Q2 hateful": "hate"},
+    {"id": 6, "content": "送动物园吧 ", "sen_hate": "1",  # an implicit target is written NULL
+     "Q1 Target": "NULL", "Q1 Argument": "送动物园吧 ", "Q1 hateful": "hate"},
 ]
 
 
 def test_claims_come_from_hateful_posts_only_and_short_spans(tmp_path):
-    assert hateful_claims(_state_file(tmp_path, ITEMS)) == [("1", "某群人都很懒"), ("2", "那些人就是垃圾"), ("5", "外地人素质低")]
+    assert hateful_claims(_state_file(tmp_path, ITEMS)) == [("1", "某群人都很懒"), ("2", "那些人就是垃圾"), ("5", "外地人素质低"),
+                                                        ("6", "送动物园吧")]
 
 
 def test_each_claim_is_framed_once_quoting_and_referring_in_turn(tmp_path):
-    rows = rejection_texts(_state_file(tmp_path, ITEMS))
+    rows = rejection_texts(_state_file(tmp_path, ITEMS[:5]))
     texts = [text for _, text in rows]
     assert len(texts) == 3 and sorted(post for post, _ in rows) == ["1", "2", "5"]
     claims = {"某群人都很懒", "那些人就是垃圾", "外地人素质低"}
@@ -48,8 +51,8 @@ def test_each_claim_is_framed_once_quoting_and_referring_in_turn(tmp_path):
 def test_chinese_gate_corpus_adds_the_rejections_as_non_hateful(tmp_path):
     rows = gate_corpus(_state_file(tmp_path, ITEMS), "zh")
     rejections = [r for r in rows if r.source == "state-toxicn-rejections"]
-    assert len(rejections) == 3 and not any(r.hateful for r in rejections)
-    assert sum(r.hateful for r in rows if r.source == "state-toxicn") == 4
+    assert len(rejections) == 4 and not any(r.hateful for r in rejections)
+    assert sum(r.hateful for r in rows if r.source == "state-toxicn") == 5
 
 
 def test_train_gate_keeps_a_language_and_trains_chinese_with_the_rejections(tmp_path):
@@ -58,7 +61,8 @@ def test_train_gate_keeps_a_language_and_trains_chinese_with_the_rejections(tmp_
 
     hateful = [{"id": i, "content": f"外地人{i}号素质低，滚出去", "sen_hate": "1",
                 "Q1 Target": "外地人", "Q1 Argument": f"{i}号素质低", "Q1 hateful": "hate"} for i in range(30)]
-    benign = [{"id": 100 + i, "content": f"今天第{i}天，天气很好", "sen_hate": "0"} for i in range(30)]
+    benign = [{"id": 100 + i, "content": f"今天第{i}天，天气很好", "sen_hate": "0",
+               "Q1 Target": "天气", "Q1 Argument": "很好", "Q1 hateful": "non-hate"} for i in range(30)]
     (tmp_path / "data").mkdir()
     root = _state_file(tmp_path / "data", hateful + benign)
     (root / "hatecheck-zh").mkdir()

@@ -73,3 +73,23 @@ def test_fire_end_to_end_on_the_tiny_model(smollm):
         assert set(result.reply.cited_evidence_ids) <= retrieved
         assert result.status == "ok" or result.trace.flags  # never flagged without a reason
         assert {c.name for c in result.reply.checks} >= {"relevance", "contradiction", "truncation"}
+
+
+def test_states_reader_stops_before_the_output_head_with_the_same_states(smollm, monkeypatch):
+    import numpy as np
+
+    from rebuttal.llm import states as states_module
+    from rebuttal.llm.registry import model_path
+
+    texts = ["They are all vermin.", "Immigrants are flooding in and most end up as criminals.", "女人开车都不行。"]
+    stopping = states_module.ContextualStates(model_path("smollm2-135m"), max_tokens=64)
+    stopped = [stopping.token_states(text) for text in texts]
+    assert stopping.stop is not None and stopping.stop.stops == len(texts)  # one stop per forward pass
+
+    monkeypatch.setattr(states_module.StopAfterStates, "install", classmethod(lambda cls, llm: None))
+    whole = states_module.ContextualStates(model_path("smollm2-135m"), max_tokens=64)
+    for (tokens, states), text in zip(stopped, texts):
+        full_tokens, full_states = whole.token_states(text)
+        assert tokens == full_tokens and states.shape == (len(tokens), whole.dim)
+        np.testing.assert_array_equal(states, full_states)  # bit-identical: the same ops ran
+    assert whole.stop is None

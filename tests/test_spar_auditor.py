@@ -8,7 +8,7 @@ from rebuttal.spar.reassembly import reassemble
 from rebuttal.spar.roles import Candidate
 from rebuttal.spar.segmenter import _make_units
 from rebuttal.spar.settings import SparSettings
-from rebuttal.spar.vocab import IMPLICIT_TARGET
+from rebuttal.data.vocab import IMPLICIT_TARGET
 from rebuttal.types import SparTuple
 
 POST = "@USER Keep them dumb, straight from the republican playbook. Have a nice day!"

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from rebuttal.spar.gold import GoldFormatError, load_gold, load_state_toxicn, load_tbo
-from rebuttal.spar.vocab import parse_label
+from rebuttal.data.gold import GoldFormatError, load_gold, load_state_toxicn, load_tbo
+from rebuttal.data.vocab import parse_label
 
 
 def test_state_toxicn_rows_become_tuples(tmp_path):

@@ -237,7 +237,7 @@ def test_batch_resume_gold_input_and_traces(tmp_path):
     retried = run_spar_batch(gold, out, parser=parser, progress=False, retry_errors=True)
     assert (retried.skipped, retried.errors) == (1, 1)
 
-    from rebuttal.spar.gold import load_gold
+    from rebuttal.data.gold import load_gold
     from rebuttal.eval.spar_scoring import read_predictions, score
     report = score(read_predictions(out), load_gold(gold), "en-main")
     assert report["metrics"]["ta"]["tp"] == 1

@@ -220,7 +220,7 @@ def test_train_command_and_eval_split(tmp_path):
 
 
 def test_dev_split_on_the_shared_files(shared_data):
-    from rebuttal.spar.gold import load_state_toxicn, load_tbo
+    from rebuttal.data.gold import load_state_toxicn, load_tbo
     from rebuttal.spar.tagger.train import SPLIT_SEED
 
     for posts in (load_tbo(shared_data / "tbo" / "train.jsonl"),

@@ -14,7 +14,7 @@ from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, s
 
 from rebuttal.fire.factory import SYSTEMS as FIRE_SYSTEMS
 from rebuttal.spar.settings import SYSTEMS as SPAR_SYSTEMS
-from rebuttal.spar.vocab import Track
+from rebuttal.data.vocab import Track
 
 app = typer.Typer(help="Read online hate speech and answer it.", no_args_is_help=True)
 models_app = typer.Typer(help="Embedded offline chat models (GGUF shipped in PyPI packages).")

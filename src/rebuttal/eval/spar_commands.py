@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from rebuttal.eval.spar_scoring import format_report, read_predictions, score
-from rebuttal.spar.gold import GoldFormatError, load_gold
-from rebuttal.spar.vocab import Track
+from rebuttal.data.gold import GoldFormatError, load_gold
+from rebuttal.data.vocab import Track
 
 
 def split_ids(path: Path) -> set[str]:

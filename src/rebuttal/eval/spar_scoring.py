@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from rebuttal.spar.gold import GoldPost, state_toxicn_tuples
-from rebuttal.spar.vocab import OUTPUT_IMPLICIT, parse_label
+from rebuttal.data.gold import GoldPost, state_toxicn_tuples
+from rebuttal.data.vocab import OUTPUT_IMPLICIT, parse_label
 from rebuttal.types import SparTuple
 
 SOFT_THRESHOLD = 0.5

@@ -11,9 +11,11 @@ quotation marks, referring ones do not.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
+
+from rebuttal.data.gold import load_state_toxicn
+from rebuttal.data.vocab import OUTPUT_IMPLICIT
 
 QUOTING = (
     "“{claim}”这种话就是赤裸裸的歧视。", "看到有人写“{claim}”，我只觉得可悲。", "请不要再转发“{claim}”这样的言论了。",
@@ -27,25 +29,26 @@ REFERRING = (
 )
 MAX_CLAIM_CHARS = 30  # longer spans read as a second post inside the frame
 # How many go into the gate's training. Template-held-out HateCheck zh FPR at 90% recall: none
-# 0.245, 1,200 0.189, all 3,874 0.191 (benchmarks/results/gate_zh.md; 2,400: 0.192 in a scratch run).
+# 0.245, 1,200 0.196, all 3,874 0.191 (benchmarks/results/gate_zh.md; on 2026-12-04 before implicit
+# targets were left out of the claims: 0.189 and 0.191; 2,400: 0.192 in a scratch run).
 GATE_ROWS = 1200
 
 
 def hateful_claims(root: Path) -> list[tuple[str, str]]:
     """(post id, claim): the first hateful (target, argument) claim of each hateful STATE-ToxiCN
-    train post, as one string (the argument alone when it already starts with the target)."""
-    items = json.loads((root / "state-toxicn" / "train.json").read_text(encoding="utf-8"))
+    train post, as one string: the argument alone when the target is implicit (`NULL`) or the
+    argument already starts with it."""
     claims = []
-    for item in items:
-        if str(item.get("sen_hate")) != "1":
+    for post in load_state_toxicn(root / "state-toxicn" / "train.json"):
+        if str(post.meta.get("sen_hate")) != "1":
             continue
-        for k in range(1, 6):
-            target, argument = (str(item.get(f"Q{k} {field}") or "") for field in ("Target", "Argument"))
-            if item.get(f"Q{k} hateful") == "hate" and target and argument:
-                claim = argument if argument.startswith(target) else target + argument
-                if len(claim) <= MAX_CLAIM_CHARS:
-                    claims.append((str(item.get("id")), claim))
-                break
+        first = next((t for t in post.tuples if t.label == 1 and t.target and t.argument), None)
+        if first is None:
+            continue
+        implicit = first.target == OUTPUT_IMPLICIT or first.argument.startswith(first.target)
+        claim = first.argument if implicit else first.target + first.argument
+        if len(claim) <= MAX_CLAIM_CHARS:
+            claims.append((post.id, claim))
     return claims
 
 

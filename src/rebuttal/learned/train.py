@@ -130,7 +130,7 @@ EN_STATES_WHOLE = ("silver",)
 # worse (2026-12-04, same folds, FPR at 90% recall en / zh): adding max-pooling 0.12 / 0.29 against
 # 0.10 / 0.24; an attention-pooled probe (en) 0.18; the last state after a stance question appended
 # to the text (zh) 0.34, beside mean + last 0.25; layer 20 (zh, with the rejections) 0.15-0.17 but
-# worse on held-out STATE-ToxiCN posts (AUC 0.811-0.817 against 0.828; gate_zh.md).
+# worse on held-out STATE-ToxiCN posts (AUC 0.811-0.817 against 0.829; gate_zh.md).
 STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 64}
 STATES_C = 0.001
 HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations, quotes and neutral mentions

@@ -1,16 +1,20 @@
 """Hidden states of the embedded chat model (llama.cpp in embedding mode, no pooling), as features
-for small trained models: the SPAR tagger's contextual character vectors and the Chinese hate
-gate. No text is generated. llama.cpp gives a model's last layer; for layer N the GGUF is first
-cut to its first N blocks (`first_layers`, written once into the cache folder).
+for small trained models: the SPAR tagger's contextual character vectors, the hate gates, the
+category model and the draft score. No text is generated. llama.cpp gives a model's last layer;
+for layer N the GGUF is first cut to its first N blocks (`first_layers`, written once into the
+cache folder).
 
 A character gets the state of the token that completes it (the model reads left to right, so
 that state has seen the whole character and everything before it). One forward pass per text
-(~0.1-0.4 s on 2 threads, by length and layers), so training computes the states once and keeps
-them in a cache folder (float16 shards, ~3 KB per character).
+(~0.07-0.3 s on 2 threads, by length and layers; the output head is skipped, `StopAfterStates`),
+so training computes the states once and keeps them in a cache folder (float16 shards, ~3 KB per
+character).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import os
 import threading
@@ -24,6 +28,8 @@ from rebuttal.optional import require
 
 
 RECENT = 4  # texts whose states a reader keeps in memory
+# The tensor llama.cpp reads embedding-mode states from (pooling none: the normed last layer).
+STATES_TENSOR = b"result_embd_pooled"
 
 
 def text_key(text: str) -> str:
@@ -39,6 +45,7 @@ class ContextualStates:
         self._load_lock = threading.Lock()
         self.cache = StateCache(cache, source=self.path.name) if cache else None
         self._dim: int | None = None
+        self.stop: StopAfterStates | None = None  # set when the model loads
         # The last few texts' states: FIRE's hate gate and category model read the same post.
         self._recent: OrderedDict[tuple[str, int], tuple[list[int], np.ndarray]] = OrderedDict()
 
@@ -60,8 +67,10 @@ class ContextualStates:
     def _load(self):
         llama_cpp = require("llama_cpp", "llama")
         n = self.max_tokens
-        return llama_cpp.Llama(str(self.path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE,
-                               n_ctx=n, n_batch=n, n_ubatch=n, n_threads=self.threads, verbose=False)
+        llm = llama_cpp.Llama(str(self.path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE,
+                              n_ctx=n, n_batch=n, n_ubatch=n, n_threads=self.threads, verbose=False)
+        self.stop = StopAfterStates.install(llm)
+        return llm
 
     def char_states(self, text: str) -> np.ndarray:
         """(len(text), dim) float32; characters past the token limit get zeros."""
@@ -115,6 +124,46 @@ class ContextualStates:
         inside = index < len(tokens)
         out[inside] = states[index[inside]]
         return out
+
+
+class StopAfterStates:
+    """Stops llama.cpp's graph once the states are computed. Embedding mode still runs the output
+    head (151k words for Qwen2.5: 15-30% of a pass through 14 layers, the more the shorter the
+    text) and throws the logits away; an eval callback that asks to see only the states tensor
+    and answers "stop" when shown it skips that. The states are bit-identical (tested). If a
+    llama.cpp version names the tensor otherwise, nothing stops and the whole graph runs."""
+
+    def __init__(self, llama_cpp):
+        self.get_name = llama_cpp.llama_cpp._lib.ggml_get_name
+        self.get_name.restype, self.get_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+        self.callback = llama_cpp.ggml_backend_sched_eval_callback(self._see)  # kept alive here
+        self.stops = 0
+
+    def _see(self, tensor, ask: bool, _user) -> bool:
+        if ask:  # "do you want to see this tensor?"
+            return self.get_name(tensor) == STATES_TENSOR
+        self.stops += 1
+        return False  # shown the states: compute no further
+
+    @classmethod
+    def install(cls, llm) -> StopAfterStates | None:
+        """Recreate `llm`'s context with the callback (llama-cpp-python sets callbacks only when a
+        context is made); None, and the plain context, where this llama-cpp-python lacks the hooks."""
+        import llama_cpp
+
+        try:
+            from llama_cpp._utils import suppress_stdout_stderr
+
+            stop = cls(llama_cpp)
+            params = llm.context_params
+            params.cb_eval = stop.callback
+            with suppress_stdout_stderr():  # llama.cpp's context log, as Llama(verbose=False) does
+                context = llama_cpp._internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        except (AttributeError, ImportError, ValueError):
+            return None
+        llm._ctx.close()
+        llm._ctx = llm._stack.enter_context(contextlib.closing(context))
+        return stop
 
 
 class StateCache:

@@ -2,7 +2,7 @@
 
 from rebuttal.spar.pipeline import ParseDetail, SparParser, default_parser
 from rebuttal.spar.settings import ROLES, SparSettings
-from rebuttal.spar.vocab import TRACKS, Track
+from rebuttal.data.vocab import TRACKS, Track
 
 __all__ = ["ROLES", "TRACKS", "Track", "ParseDetail", "SparParser", "SparSettings", "default_parser",
            "run_spar_batch", "export_traces", "teacher_rows"]

@@ -11,7 +11,7 @@ from rebuttal.spar.roles import Candidate
 from rebuttal.spar.segmenter import Unit
 from rebuttal.spar.settings import SparSettings
 from rebuttal.spar.spans import in_quotation, is_implicit, locate, output_target, similarity, tighten
-from rebuttal.spar.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, Track, group_valid, normalize_group
+from rebuttal.data.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, Track, group_valid, normalize_group
 from rebuttal.types import SparTuple
 
 

@@ -10,7 +10,7 @@ from rebuttal.spar.schemas import role_schema
 from rebuttal.spar.segmenter import PACKAGE
 from rebuttal.spar.settings import SparSettings
 from rebuttal.spar.spans import as_data, locate, output_target
-from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
+from rebuttal.data.vocab import NON_HATE, Track, normalize_group
 from rebuttal.types import SparTuple
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from rebuttal.data.engines import run_rows
 from rebuttal.data.batch import BatchItem, BatchSummary, items_from_rows, read_rows
-from rebuttal.spar.gold import is_state_toxicn_row, is_tbo_row
+from rebuttal.data.gold import is_state_toxicn_row, is_tbo_row
 from rebuttal.llm import ModelSettings
 from rebuttal.spar.pipeline import SparParser, default_parser
 from rebuttal.spar.settings import SYSTEMS

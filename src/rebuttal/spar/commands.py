@@ -16,7 +16,7 @@ from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, gguf_file
 from rebuttal.spar.lexicon import LexiconError
 from rebuttal.spar.batch import SparWork
 from rebuttal.spar.settings import SYSTEMS
-from rebuttal.spar.vocab import Track
+from rebuttal.data.vocab import Track
 from rebuttal.types import SparResult
 
 SparSystem = StrEnum("SparSystem", {name.replace("-", "_"): name for name in SYSTEMS})  # named as cli.System
@@ -113,7 +113,7 @@ def train_command(
 ) -> None:
     """Train the span tagger on a gold file; `rebuttal run --system spar-tagger` then uses it."""
     from rebuttal.optional import MissingBackend as MissingTorch
-    from rebuttal.spar.gold import GoldFormatError
+    from rebuttal.data.gold import GoldFormatError
     from rebuttal.spar.tagger.parser import default_root
     from rebuttal.spar.tagger.train import SPLIT_SEED, TrainSettings, train_tagger
 
@@ -140,7 +140,7 @@ def ensemble_command(
 ) -> None:
     """Join taggers trained alike into one that averages them (decoding chosen again on validation)."""
     from rebuttal.optional import MissingBackend as MissingTorch
-    from rebuttal.spar.gold import GoldFormatError
+    from rebuttal.data.gold import GoldFormatError
     from rebuttal.spar.tagger.train import ensemble_taggers
 
     try:

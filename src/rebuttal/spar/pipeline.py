@@ -16,7 +16,7 @@ from rebuttal.spar.reassembly import reassemble
 from rebuttal.spar.roles import Candidate, run_roles
 from rebuttal.spar.segmenter import Unit, segment
 from rebuttal.spar.settings import SparSettings
-from rebuttal.spar.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, TRACKS, Track, normalize_group
+from rebuttal.data.vocab import IMPLICIT_TARGET, NON_HATE, OUTPUT_IMPLICIT, TRACKS, Track, normalize_group
 from rebuttal.spar.spans import ground_tuples, output_target
 from rebuttal.types import InputError, SparResult, SparTuple, check_post
 

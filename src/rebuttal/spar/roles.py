@@ -14,7 +14,7 @@ from rebuttal.spar.lexicon import Lexicon
 from rebuttal.spar.schemas import role_schema
 from rebuttal.spar.segmenter import PACKAGE, Unit
 from rebuttal.spar.settings import SparSettings
-from rebuttal.spar.vocab import IMPLICIT_TARGET, Track
+from rebuttal.data.vocab import IMPLICIT_TARGET, Track
 from rebuttal.spar.spans import as_data
 
 LEXICON_HEADER = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from rebuttal.spar.vocab import IMPLICIT_TARGET, Track, parse_label
+from rebuttal.data.vocab import IMPLICIT_TARGET, Track, parse_label
 
 
 class SegmentUnit(BaseModel):

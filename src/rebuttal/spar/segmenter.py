@@ -9,7 +9,7 @@ from rebuttal.llm.prompts import load_prompt
 from rebuttal.spar.calls import Stage, call_object
 from rebuttal.spar.schemas import Segmentation
 from rebuttal.spar.settings import SparSettings
-from rebuttal.spar.vocab import IMPLICIT_TARGET
+from rebuttal.data.vocab import IMPLICIT_TARGET
 from rebuttal.spar.spans import as_data, canonical, locate, sentence_spans, wrap_focus
 
 PACKAGE = "rebuttal.spar"

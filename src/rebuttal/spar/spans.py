@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from rebuttal.spar.vocab import IMPLICIT_TARGET, OUTPUT_IMPLICIT
+from rebuttal.data.vocab import IMPLICIT_TARGET, OUTPUT_IMPLICIT
 from rebuttal.types import SparTuple
 
 _SENTENCE = re.compile(r"[^.!?。！？…\n]+[.!?。！？…]*[\"'”’」』)）]*", re.UNICODE)

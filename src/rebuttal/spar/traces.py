@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from rebuttal.spar.vocab import Track
+from rebuttal.data.vocab import Track
 from rebuttal.spar.auditor import UnitAudit, ranked
 from rebuttal.spar.pipeline import ParseDetail
 

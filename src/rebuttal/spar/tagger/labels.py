@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from rebuttal.spar.vocab import NON_HATE, OUTPUT_IMPLICIT, normalize_group
+from rebuttal.data.vocab import NON_HATE, OUTPUT_IMPLICIT, normalize_group
 from rebuttal.types import SparTuple
 
 O, B, I = 0, 1, 2  # noqa: E741 - the BIO tag names

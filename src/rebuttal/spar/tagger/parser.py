@@ -11,7 +11,7 @@ from rebuttal import config
 from rebuttal.spar.pipeline import ParseDetail, resolve_track
 from rebuttal.spar.spans import ground_tuples
 from rebuttal.spar.tagger.core import CONFIG, SpanTagger, load_tagger
-from rebuttal.spar.vocab import NON_HATE, Track
+from rebuttal.data.vocab import NON_HATE, Track
 from rebuttal.types import InputError, SparResult, TraceStep, check_post
 
 SYSTEM = "spar-tagger"

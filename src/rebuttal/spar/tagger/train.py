@@ -20,12 +20,12 @@ from pathlib import Path
 from rebuttal.llm.embeddings import minilm_path
 from rebuttal.llm.states import open_states
 from rebuttal.optional import require
-from rebuttal.spar.gold import GoldPost, load_gold
+from rebuttal.data.gold import GoldPost, load_gold
 from rebuttal.spar.lexicon import load_lexicon
 from rebuttal.spar.tagger import labels as L
 from rebuttal.spar.tagger.card import write_card
 from rebuttal.spar.tagger.core import DECODE, CharFeaturizer, PieceFeaturizer, SpanTagger, collate
-from rebuttal.spar.vocab import NON_HATE, Track, normalize_group
+from rebuttal.data.vocab import NON_HATE, Track, normalize_group
 
 SPLIT_SEED = 20261130
 VAL_METRIC = "mean of hard and soft (target, argument, label) F1"

@@ -2,7 +2,7 @@
 
 Both loaders take a path and return `GoldPost`s with `SparTuple`s in one shape:
 label 1 = hateful/harmful, implicit targets written `NULL` (`vocab.OUTPUT_IMPLICIT`), group kept
-for the four-field track. The vocabulary (labels, groups, tracks) lives in `spar.vocab`.
+for the four-field track. The vocabulary (labels, groups, tracks) lives in `data.vocab`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebuttal.spar.vocab import OUTPUT_IMPLICIT as IMPLICIT
-from rebuttal.spar.vocab import NON_HATE, normalize_group, parse_label
+from rebuttal.data.vocab import OUTPUT_IMPLICIT as IMPLICIT
+from rebuttal.data.vocab import NON_HATE, normalize_group, parse_label
 from rebuttal.types import SparTuple
 
 _TARGET_KEY = re.compile(r"^Q(\d+) Target$")

@@ -1,6 +1,6 @@
 """SPAR-Hate's vocabulary: tracks, the implicit-target markers, hate groups and labels.
 
-Plain values only (no imports from rebuttal), used by the gold loaders (`spar.gold`), the
+Plain values only (no imports from rebuttal), used by the gold loaders (`data.gold`), the
 pipeline and the scorers alike.
 """
 
