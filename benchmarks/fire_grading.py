@@ -73,10 +73,11 @@ def write_sheet(systems: list[tuple[str, dict[str, dict]]], posts: dict[str, str
     every reply's text goes to `replies` too."""
     record_replies(systems, replies)
     graded = load_grades(grader)
-    entries = []
+    entries, seen = [], set()
     for system, rows in systems:
         for item_id, key in reply_keys(system, rows).items():
-            if key not in graded:
+            if key not in graded and key not in seen:  # two settings may write the same reply
+                seen.add(key)
                 entries.append({"key": key, "post": posts[item_id], "reply": rows[item_id]["reply"]["text"]})
     random.Random(7).shuffle(entries)
     write_jsonl(path, entries)

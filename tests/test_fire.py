@@ -578,3 +578,18 @@ def test_redraft_writes_only_the_reply_again_on_the_stored_analysis(memory):
     assert redone.status == "ok" and redone.trace.flags == [] and redone.message is None
     assert redone.analysis == stored.analysis and stored.reply.text == conceding["reply"]  # the stored one is untouched
     assert [s.stage for s in redone.trace.steps].count("generator") == 1
+
+
+@pytest.mark.parametrize("name_people", [True, False])
+def test_the_generator_sees_the_post_with_its_slurs_named_as_people(memory, name_people):
+    post = "Those kikes are vermin and should be gone."
+    model = ScriptedChatModel([analysis("dehumanization", query=None),
+                               {"claim": "the claim", "reply": "Jewish people are people with dignity; nobody is vermin."}])
+    result = pipeline(model, memory, name_the_people=name_people).respond(post)
+    analyst_sees = "".join(m["content"] for m in model.calls[0]["messages"])
+    generator_sees = "".join(m["content"] for m in model.calls[1]["messages"])
+    assert "kikes" in analyst_sees  # the analyst reads the post as written
+    assert ("Those Jewish people are vermin" in generator_sees) is name_people
+    assert ("kikes" in generator_sees) is not name_people
+    notes = next(s for s in result.trace.steps if s.stage == "generator").notes
+    assert any("1 slur(s) replaced" in n for n in notes) is name_people

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from rebuttal.fire.slurs import slur_used
 from rebuttal.types import Trace
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -175,31 +176,6 @@ def othering_problem(text: str) -> Problem | None:
     "they are not like us", granted in the reply's own voice."""
     return _found(OTHERING, text, "othering",
                   "do not call them different from others: say what they share with everyone")
-
-
-# Slurs and gendered insults seen in hate posts; a reply that uses one in its own voice insults the
-# people it defends (the 1.5B echoes the post's word: "Faggots are not a group of people"). A
-# quoted word or a mention ("don't call them X", "words like X", "slurs such as X") passes; "use"
-# is no mention word ("homeowners who use beaner labor" is the slur in the reply's own voice).
-# Identity words (gay, Jew, gypsy) are not here.
-SLUR = re.compile(
-    r"\b(?:fag(?:got)?s?|dykes?|trann(?:y|ies)|shemales?|retard(?:s|ed)?|mongoloids?|spastics?"
-    r"|nigg(?:er|a)s?|coons?|kikes?|spics?|chinks?|gooks?|wetbacks?|beaners?|towelheads?|ragheads?"
-    r"|pakis?|gyppos?|bitch(?:es)?|whores?|sluts?|cunts?|skanks?|feminazis?|libtards?)\b(?!-)",
-    re.IGNORECASE,
-)
-QUOTED = re.compile(r"[\"“'‘][^\"”’\n]{1,60}?[\"”'’]")
-MENTION = re.compile(r"(?:\b(?:say|saying|said|call|calling|called|word|words|term|terms)\W+(?:\w+\W+){0,2}"
-                     r"|\b(?:slurs?|insults?|names?|labels?)\s+(?:like|such\s+as)\W+)$", re.IGNORECASE)
-
-
-def slur_used(text: str) -> str | None:
-    """The first slur `text` uses in its own voice (not quoted, not mentioned), if any."""
-    unquoted = QUOTED.sub(" ", text)
-    for found in SLUR.finditer(unquoted):
-        if not MENTION.search(unquoted[max(0, found.start() - 40):found.start()]):
-            return found.group(0)
-    return None
 
 
 def slur_problem(text: str) -> Problem | None:

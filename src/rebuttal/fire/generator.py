@@ -26,6 +26,7 @@ from rebuttal.fire.prompting import (
     render_evidence,
 )
 from rebuttal.fire.sentences import first_sentences, sentences
+from rebuttal.fire.slurs import name_the_people
 from rebuttal.fire.sourcing import attributed_evidence, cited_numbers
 from rebuttal.learned.text import language
 from rebuttal.llm import ChatModel, Message, StructuredOutputError, generate_object
@@ -137,10 +138,12 @@ def named_target(target_group: str) -> str:
 
 def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], post: str,
                        adapt: Exemplar | None = None, uncertain: bool = False,
-                       advice: str = "", form: str = "generator") -> tuple[list[Message], str]:
+                       advice: str = "", form: str = "generator", name_people: bool = False) -> tuple[list[Message], str]:
     """The conversation for `form`, with fitting evidence (and, for a regeneration, the advice).
     Neither form holds the analyst's reasoning: with it in context the 1.5B model talked about the
-    post ("The post is a stereotype ...") instead of answering it (issue 12)."""
+    post ("The post is a stereotype ...") instead of answering it (issue 12). `name_people`: the
+    task shows the post with its slurs replaced by the people they name (slurs.py); the
+    draft_baseline form's shared prefix keeps the post as the analyst read it."""
     template = prompt(form)
     adapt_block = ""
     if adapt is not None:
@@ -153,7 +156,8 @@ def generator_messages(analysis: Analysis, evidence: Sequence[EvidenceItem], pos
         retry = prompt("regenerate")
         advice_block, version = retry.render(advice=advice).strip(), f"{version}+{retry.version}"
     text = template.render(
-        post=quote_post(post), target_group=named_target(analysis.target_group), move=move,
+        post=quote_post(name_the_people(post)[0] if name_people else post),
+        target_group=named_target(analysis.target_group), move=move,
         adapt_block=adapt_block, evidence_block=render_evidence(evidence), citation_rule=citation_rule(evidence),
         advice_block=advice_block, language="Chinese" if language(post) == "zh" else "English",
         # the baseline's own prompt names no language: English posts get it unchanged
@@ -172,7 +176,7 @@ class Generator:
     passes too and the model prefers it in both orders (choice.py)."""
 
     def __init__(self, model: ChatModel, max_tokens: int | None = None, encoder=None, max_regenerations: int = 2,
-                 compare: bool = False, draft_score=None, form: str = "generator"):
+                 compare: bool = False, draft_score=None, form: str = "generator", name_people: bool = False):
         if form not in FORMS:
             raise ValueError(f"unknown generator form {form!r}; choose from {', '.join(FORMS)}")
         self.model = model
@@ -182,6 +186,7 @@ class Generator:
         self.judge = DraftJudge(encoder, draft_score)
         self.max_regenerations = max_regenerations
         self.compare = compare
+        self.name_people = name_people
 
     def _draft(self, messages: list[Message], step: TraceStep, attempt: int) -> tuple[ReplyDraft | None, bool]:
         """(the draft or None, whether decoding stopped at the token limit). The first draft is
@@ -225,9 +230,12 @@ class Generator:
             uncertain: bool = False) -> Reply | None:
         """`uncertain`: the category is below the category model's ambiguity cut, so the reply
         gets a move that does not depend on it."""
-        task, version = generator_messages(analysis, evidence, post, adapt, uncertain, form=self.form)
+        task, version = generator_messages(analysis, evidence, post, adapt, uncertain, form=self.form,
+                                           name_people=self.name_people)
         messages = task  # later attempts add advice to the task
         step = trace.add(TraceStep(stage="generator", model=self.model.name, prompt_version=version, attempts=0))
+        if self.name_people and (slurs := name_the_people(post)[1]):
+            step.notes.append(f"the model saw the post with its {slurs} slur(s) replaced by the people they name")
         # What a draft may answer instead of the post: the exemplar post it was shown. (Evidence
         # is not among them: it passed the fit test, and a reply may lean on it heavily.)
         others = [adapt.post] if adapt is not None else []
@@ -244,7 +252,7 @@ class Generator:
             # draft and the problem, the 1.5B model answered the critique ("Sorry, but ...").
             advice = "; ".join(dict.fromkeys(r.detail.rsplit("; ", 1)[-1] for r in problems))
             messages, step.prompt_version = generator_messages(analysis, evidence, post, adapt, uncertain, advice,
-                                                                  self.form)
+                                                                  self.form, self.name_people)
         if not drafts:
             trace.flag("generator_failed")
             return None

@@ -10,7 +10,8 @@ import numpy as np
 
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
-from rebuttal.fire.coherence import flag_reasoning, slur_used
+from rebuttal.fire.coherence import flag_reasoning
+from rebuttal.fire.slurs import slur_used
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
 from rebuttal.llm import ChatModel, LLMError
@@ -59,6 +60,12 @@ class FireSettings:
     # an option, not the default (benchmarks/results/fire.md, fire_heldout.md).
     reply_form: str = "generator"
     reply_max_tokens: int | None = None  # None: the form's own (generator.FORMS)
+    # Show the generator the post with its slurs replaced by the people they name (fire/slurs.py)?
+    # Off: on the 36 silver dev posts with a slur no draft echoed a slur any more, but the 1.5B took
+    # the de-slurred post for an opinion and conceded it ("It's not normal to be gay"): blind-graded
+    # harmful 10 of 28 against 4, usable 4 against 7 (benchmarks/results/fire_slurs.md). The slur
+    # check flags an echoed slur instead.
+    name_the_people: bool = False
 
     @property
     def system_name(self) -> str:
@@ -103,7 +110,8 @@ class FirePipeline:
             raise ValueError("the no-analyst ablation needs the category model or the memory")
         self.analyst = Analyst(model, self.settings.policy, self.settings.analyst_max_tokens, self.settings.gate_vote)
         self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations,
-                                   self.settings.compare_drafts, draft_score, self.settings.reply_form)
+                                   self.settings.compare_drafts, draft_score, self.settings.reply_form,
+                                   self.settings.name_the_people)
 
     # ------------------------------------------------------------------ public API
 

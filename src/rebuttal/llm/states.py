@@ -157,7 +157,7 @@ class StopAfterStates:
             stop = cls(llama_cpp)
             params = llm.context_params
             params.cb_eval = stop.callback
-            with suppress_stdout_stderr():  # llama.cpp's context log, as Llama(verbose=False) does
+            with suppress_stdout_stderr(disable=False):  # llama.cpp's context log, as Llama(verbose=False) does
                 context = llama_cpp._internals.LlamaContext(model=llm._model, params=params, verbose=False)
         except (AttributeError, ImportError, ValueError):
             return None
