@@ -86,7 +86,10 @@ def test_states_reader_stops_before_the_output_head_with_the_same_states(smollm,
     stopped = [stopping.token_states(text) for text in texts]
     assert stopping.stop is not None and stopping.stop.stops == len(texts)  # one stop per forward pass
 
-    monkeypatch.setattr(states_module.StopAfterStates, "install", classmethod(lambda cls, llm: None))
+    def without_hooks(self, llama_cpp):  # an older llama-cpp-python without the callback type
+        raise AttributeError("ggml_backend_sched_eval_callback")
+
+    monkeypatch.setattr(states_module.StopAfterStates, "__init__", without_hooks)
     whole = states_module.ContextualStates(model_path("smollm2-135m"), max_tokens=64)
     for (tokens, states), text in zip(stopped, texts):
         full_tokens, full_states = whole.token_states(text)
