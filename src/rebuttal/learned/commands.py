@@ -27,7 +27,7 @@ def train_category_command(
 ) -> None:
     """Train FIRE's category model; REBUTTAL_CATEGORY_MODEL=OUT/category.npz makes FIRE use it."""
     from rebuttal.learned.gate import MODEL_MISSING
-    from rebuttal.learned.train import train_category
+    from rebuttal.learned.train_category import train_category
     from rebuttal.memory.records import DatasetError
 
     try:
