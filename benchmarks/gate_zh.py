@@ -80,6 +80,23 @@ def save_held_out(texts: list[str], gold: np.ndarray, scores: np.ndarray, thresh
                                      ensure_ascii=False), encoding="utf-8")
 
 
+def cut_table(name: str, cut: float, posts: np.ndarray, post_gold: np.ndarray, scores: np.ndarray,
+              gold: np.ndarray) -> list[str]:
+    """Higher cuts for real posts: what each calls hateful among the held-out STATE posts and the
+    held-out HateCheck cases (`rebuttal learned calibrate-gate --threshold zh=CUT` sets one)."""
+    lines = [f"## Cuts for real posts: {name}", "",
+             "Each cut's share called hateful among the held-out fifth of STATE-ToxiCN posts (Zhihu, Tieba) and the "
+             "template-held-out Multilingual HateCheck cases. The first row is the cut HateCheck chooses (shipped); "
+             "a higher one trades recall on real hate for fewer replies to real non-hateful posts. "
+             "`rebuttal learned calibrate-gate --threshold zh=CUT` sets one.", "",
+             "| cut | STATE hateful called hateful | STATE non-hateful called hateful | HateCheck recall | HateCheck FPR |",
+             "|---|---|---|---|---|"]
+    for c in (cut, 0.6, 0.7, 0.75, 0.8, 0.9):
+        lines.append(f"| {c:.2f} | {(posts[post_gold] >= c).mean():.3f} | {(posts[~post_gold] >= c).mean():.3f} "
+                     f"| {(scores[gold] >= c).mean():.3f} | {(scores[~gold] >= c).mean():.3f} |")
+    return lines
+
+
 def main() -> None:
     from sklearn.metrics import roc_auc_score
 
@@ -131,6 +148,7 @@ def main() -> None:
         if name.endswith("(shipped)"):
             save_held_out([r.text for r, kept in zip(sets["STATE-ToxiCN posts"], rows) if kept], post_gold, posts,
                           cut, sure_cut(scores, list(gold), cut, 0.15))
+            real_cuts = cut_table(name, cut, posts, post_gold, scores, gold)
         per = [np.mean([s >= cut for r, s in zip(hatecheck, scores) if r.source.endswith(":" + f)]) for f in functionalities]
         lines.append(f"| {name} | {sum(len(sets[p]) for p in parts) + len(hatecheck)} | {cut:.2f} | "
                      f"{(scores[gold] >= cut).mean():.3f} | {(scores[~gold] >= cut).mean():.3f} | "
@@ -141,6 +159,7 @@ def main() -> None:
               "(src/rebuttal/learned/rejections.py), labelled non-hateful. The held-out STATE posts are scored at the "
               "variant's HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper "
               "pass for Chinese posts (the category model reads layer 14)."]
+    lines += ["", *real_cuts]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -302,3 +302,25 @@ def test_parts_with_different_token_limits_share_one_reader(tmp_path, monkeypatc
             shared_reader("m", 14, READER_TOKENS + 1)
     finally:
         _open_reader.cache_clear()
+
+
+def test_calibrate_gate_sets_a_language_threshold_by_hand_and_refuses_bad_ones(shared_data, tmp_path):
+    from typer.testing import CliRunner
+
+    from rebuttal.learned import HateGate
+    from rebuttal.learned.commands import app
+    from rebuttal.learned.gate import SHIPPED
+
+    args = ["calibrate-gate", "--gate", str(SHIPPED), "--data-root", str(shared_data), "--out", str(tmp_path)]
+    assert CliRunner().invoke(app, [*args, "--threshold", "zh=0.70"]).exit_code == 0
+    shipped, by_hand = HateGate.load(SHIPPED), HateGate.load(tmp_path / "gate.npz")
+    assert by_hand.gates["zh"].threshold == 0.70 and by_hand.gates["zh"].sure >= 0.70
+    assert by_hand.gates["en"].threshold == shipped.gates["en"].threshold  # recalibrated as shipped
+    assert "threshold 0.70 (set by hand" in (tmp_path / "gate_card.md").read_text(encoding="utf-8")
+    again = CliRunner().invoke(app, ["calibrate-gate", "--gate", str(tmp_path / "gate.npz"), "--data-root",
+                                     str(shared_data), "--out", str(tmp_path / "again")])
+    assert again.exit_code == 0 and HateGate.load(tmp_path / "again" / "gate.npz").gates["zh"].threshold == \
+        shipped.gates["zh"].threshold  # a later calibration without it forgets the hand-set cut
+    for bad in ("zh", "zh=1.5", "fr=0.5"):
+        refused = CliRunner().invoke(app, [*args, "--threshold", bad])
+        assert refused.exit_code == 2 and "error:" in refused.output

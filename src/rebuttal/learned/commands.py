@@ -88,18 +88,34 @@ def calibrate_gate_command(
     max_fpr: Annotated[float, typer.Option(help="non-hateful share allowed at or above `sure`")] = 0.15,
     fpr_budget: Annotated[float | None, typer.Option(help="the threshold is lowered while held-out non-hateful "
                                                           "cases stay within this share (default 0.125)")] = None,
+    threshold: Annotated[list[str] | None, typer.Option(
+        "--threshold", help="LANG=CUT: set a language's threshold by hand, e.g. zh=0.70 for real Chinese posts "
+                            "(benchmarks/results/gate_zh.md)")] = None,
 ) -> None:
     """New cuts for a trained gate from its recorded held-out scores (seconds; no retraining)."""
     from rebuttal.learned.calibration import FPR_BUDGET
     from rebuttal.learned.train import recalibrate_gate
 
     try:
+        by_hand = dict(_threshold(text) for text in threshold or [])
         calibrated = recalibrate_gate(gate, data_root, out, recall_target=recall, max_fpr=max_fpr,
-                                      fpr_budget=FPR_BUDGET if fpr_budget is None else fpr_budget)
-    except (FileNotFoundError, KeyError) as exc:
+                                      fpr_budget=FPR_BUDGET if fpr_budget is None else fpr_budget, thresholds=by_hand)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
     echo_cuts(calibrated, out)
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    """"zh=0.70" -> ("zh", 0.7)."""
+    lang, sep, value = text.partition("=")
+    try:
+        cut = float(value)
+    except ValueError:
+        cut = -1.0
+    if not sep or not 0.0 < cut < 1.0:
+        raise ValueError(f"--threshold takes LANG=CUT with a cut between 0 and 1 (e.g. zh=0.70), not {text!r}")
+    return lang.strip(), cut
 
 
 @app.command("train-draft-score")

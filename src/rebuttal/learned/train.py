@@ -104,16 +104,26 @@ def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr, fpr_b
 
 
 def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, recall_target: float = 0.9,
-                     max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET) -> HateGate:
-    """New cuts for a trained gate from the held-out scores it recorded: no retraining."""
+                     max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET,
+                     thresholds: dict[str, float] | None = None) -> HateGate:
+    """New cuts for a trained gate from the held-out scores it recorded: no retraining.
+    `thresholds`: a language's threshold set by hand (its `sure` is raised to it if lower), e.g.
+    a higher Chinese cut for real posts (benchmarks/results/gate_zh.md)."""
     from rebuttal.learned import datasets
 
     gate = HateGate.load(path)
+    if unknown := set(thresholds or {}) - set(gate.gates):
+        raise ValueError(f"the gate has no language {', '.join(sorted(unknown))}; it has {', '.join(gate.gates)}")
     for lang, info in gate.meta["languages"].items():
         hateful = [r.hateful for r in datasets.hatecheck(Path(root), lang)]
+        info.pop("threshold_by_hand", None)  # an earlier hand-set cut is recalibrated too
         calibrate(gate.gates[lang], info, hateful, recall_target, max_fpr, fpr_budget)
         if lang in gate.fallbacks:
             calibrate(gate.fallbacks[lang], info["fallback"], hateful, recall_target, max_fpr, fpr_budget)
+        if lang in (thresholds or {}):
+            one = gate.gates[lang]
+            one.threshold, one.sure = thresholds[lang], max(one.sure, thresholds[lang])
+            info.update(threshold=one.threshold, sure=one.sure, threshold_by_hand=True)
     gate.meta.update(recall_target=recall_target, max_fpr=max_fpr, fpr_budget=fpr_budget,
                      calibrated=time.strftime("%Y-%m-%d"))
     out = Path(out)
@@ -219,11 +229,14 @@ def gate_card(gate: HateGate) -> str:
     lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
               "(Chinese).", "", "## Data", ""]
     for lang, info in gate.meta["languages"].items():
+        raised = ", raised to the threshold if below it" if info.get("threshold_by_hand") else ""
+        chosen = ("set by hand with `calibrate-gate --threshold`" if info.get("threshold_by_hand") else
+                  f"hateful recall >= {gate.meta['recall_target']} on template-held-out folds of the HateCheck dev "
+                  f"half, lowered while non-hateful cases stay within {gate.meta.get('fpr_budget', 0.0)}")
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
-                     f"{info['threshold']:.2f} (hateful recall >= {gate.meta['recall_target']} on template-held-out "
-                     f"folds of the HateCheck dev half, lowered while non-hateful cases stay within "
-                     f"{gate.meta.get('fpr_budget', 0.0)}); sure {info['sure']:.2f} (held-out non-hateful cases at or "
-                     f"above it <= {gate.meta['max_fpr']}: from there the LLM's 'not hateful' no longer vetoes a reply)")
+                     f"{info['threshold']:.2f} ({chosen}); sure {info['sure']:.2f} (held-out non-hateful cases at or "
+                     f"above it <= {gate.meta['max_fpr']}{raised}: from there the LLM's 'not hateful' no longer vetoes "
+                     "a reply)")
         if "fallback" in info:
             lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
