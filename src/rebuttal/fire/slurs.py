@@ -1,7 +1,7 @@
 """Slurs: finding one a text uses in its own voice, and naming the people instead.
 
 The 1.5B model echoes a post's slur in its reply ("The n... is not worthless"): in the blind
-grades of held-out FIRE drafts, 15 of 71 harmful replies used the post's slur in their own
+grades of held-out FIRE drafts, 14 of 71 harmful replies used the post's slur in their own
 voice. The slur check (coherence.slur_problem) flags that. Showing the generator the post with
 each slur replaced by the people it names (`name_the_people`, `FireSettings.name_the_people`)
 stopped the echo but made replies worse (the model conceded the de-slurred claim): an option,
