@@ -139,6 +139,7 @@ def main() -> None:
     lines += ["| training rows (+ the other HateCheck zh folds) | rows | threshold (recall 0.90) | recall | FPR | "
               "held-out STATE posts: AUC | hateful called hateful | non-hateful called hateful | "
               + " | ".join(functionalities) + " |", "|---|---|---|---|---|---|---|---|" + "---|" * len(functionalities)]
+    real_cuts: list[str] = []  # the shipped recipe's, filled in the loop
     for name, (parts, setting) in variants.items():
         layer = {part: features[setting[0]["layers"], part] for part in ["hatecheck zh", *parts]}
         scores = fold_scores(layer, labels, groups, parts, setting)

@@ -26,7 +26,7 @@ LICENCE_NOTE = (
 )
 
 
-def _encode(texts: list[str]) -> np.ndarray:
+def minilm_vectors(texts: list[str]) -> np.ndarray:
     from rebuttal.llm.embeddings import load_minilm
 
     return load_minilm().encode(texts)
@@ -111,8 +111,8 @@ def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, rec
     a higher Chinese cut for real posts (benchmarks/results/gate_zh.md)."""
     from rebuttal.learned import datasets
 
-    gate = HateGate.load(path)
-    if unknown := set(thresholds or {}) - set(gate.gates):
+    gate, thresholds = HateGate.load(path), thresholds or {}
+    if unknown := set(thresholds) - set(gate.gates):
         raise ValueError(f"the gate has no language {', '.join(sorted(unknown))}; it has {', '.join(gate.gates)}")
     for lang, info in gate.meta["languages"].items():
         hateful = [r.hateful for r in datasets.hatecheck(Path(root), lang)]
@@ -120,7 +120,7 @@ def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, rec
         calibrate(gate.gates[lang], info, hateful, recall_target, max_fpr, fpr_budget)
         if lang in gate.fallbacks:
             calibrate(gate.fallbacks[lang], info["fallback"], hateful, recall_target, max_fpr, fpr_budget)
-        if lang in (thresholds or {}):
+        if lang in thresholds:
             one = gate.gates[lang]
             one.threshold, one.sure = thresholds[lang], max(one.sure, thresholds[lang])
             info.update(threshold=one.threshold, sure=one.sure, threshold_by_hand=True)
@@ -146,7 +146,7 @@ def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5) -> np.ndarray:
 def _linear_gate(corpus, hatecheck, lang, c):
     rows = corpus + hatecheck
     texts, labels = [r.text for r in rows], [r.hateful for r in rows]
-    vectors = _encode(texts) if lang == "en" else None
+    vectors = minilm_vectors(texts) if lang == "en" else None
 
     def fit(idx):
         return train_language_gate([texts[i] for i in idx], [labels[i] for i in idx], lang,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rebuttal.learned.category import CategoryModel, train_category_model
-from rebuttal.learned.train import LICENCE_NOTE, STATES, _encode, cached_pooled_states
+from rebuttal.learned.train import LICENCE_NOTE, STATES, minilm_vectors, cached_pooled_states
 from rebuttal.types import HateType
 
 
@@ -27,7 +27,7 @@ def train_category(data: list[str], out: str | Path, *, c: float = 4.0, with_mem
 
     records = [r for r in load_many(data) if r.is_hateful]
     texts = [r.hate_speech for r in records]
-    vectors = _encode(texts)
+    vectors = minilm_vectors(texts)
     labels = [r.category for r in records]
     pooled = cached_pooled_states(STATES, texts) if states else None
     candidates = [False, True] if with_memory is None else [with_memory]
@@ -58,7 +58,7 @@ def score_category(model: CategoryModel, records) -> dict:
     texts = [r.hate_speech for r in records]
     scores = _memory_scores(texts) if model.uses_memory else None
     states = cached_pooled_states(model.states.spec, texts) if model.states is not None else None
-    predicted = model.predict(texts, _encode(texts), scores, states)
+    predicted = model.predict(texts, minilm_vectors(texts), scores, states)
     correct = [p[0] == r.category for p, r in zip(predicted, records)]
     return {"items": len(records), "accuracy": float(np.mean(correct))}
 
