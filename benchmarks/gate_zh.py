@@ -1,6 +1,6 @@
 """What the Chinese states gate reads and is trained on: STATE-ToxiCN posts, rule-made rejections of
 their hateful claims (shipped since 2026-12-04), English rows (the states are multilingual), a deeper
-layer and other C / HateCheck weights (tried, not shipped). Results: benchmarks/results/gate_zh.md.
+layer, other C / HateCheck weights and rule-made contrast rows (gate_zh_contrasts.py) (tried, not shipped). Results: benchmarks/results/gate_zh.md.
 
     python benchmarks/gate_zh.py
 
@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gate_zh_contrasts import mention_rows, other_target_rows  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,6 +102,7 @@ def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.learned import datasets
+    from rebuttal.learned.datasets import LabelledText
     from rebuttal.learned.calibration import recall_cut, sure_cut
     from rebuttal.learned.rejections import GATE_ROWS
     from rebuttal.learned.train import HATECHECK_WEIGHT, STATES, STATES_C, _corpus_sample, cached_pooled_states
@@ -109,7 +111,10 @@ def main() -> None:
             f"{GATE_ROWS} rejections": datasets.state_toxicn_rejections(DATA, GATE_ROWS),
             "all rejections": datasets.state_toxicn_rejections(DATA),
             "hatecheck zh": datasets.hatecheck(DATA, "zh"), "hatecheck en": datasets.hatecheck(DATA, "en"),
-            "English corpus": datasets.gate_corpus(DATA, "en", **_corpus_sample("en", "states"))}
+            "English corpus": datasets.gate_corpus(DATA, "en", **_corpus_sample("en", "states")),
+            "contrast rows": [LabelledText(text, False, "other-target", group=f"post:{post}")
+                              for post, text in other_target_rows(DATA)]
+                             + [LabelledText(text, False, "mention") for text in mention_rows()]}
     shipped, layer20 = (STATES, STATES_C, HATECHECK_WEIGHT), ({**STATES, "layers": 20}, STATES_C, HATECHECK_WEIGHT)
     tuned = (0.0005, 5.0)  # C and HateCheck weight: the best of 0.0005/0.001/0.003 and 3/5 at layer 20
     posts, rejections = ["STATE-ToxiCN posts"], ["STATE-ToxiCN posts", f"{GATE_ROWS} rejections"]
@@ -121,6 +126,7 @@ def main() -> None:
                     (rejections + ["hatecheck en", "English corpus"], shipped),
                 f"layer 14: + {GATE_ROWS} rejections, C {tuned[0]}, HateCheck weight {tuned[1]:g}":
                     (rejections, (STATES, *tuned)),
+                f"layer 14: + {GATE_ROWS} rejections + contrast rows": (rejections + ["contrast rows"], shipped),
                 "layer 20: STATE-ToxiCN posts": (posts, layer20),
                 f"layer 20: + {GATE_ROWS} rejections": (rejections, layer20),
                 f"layer 20: + {GATE_ROWS} rejections, C {tuned[0]}, HateCheck weight {tuned[1]:g}":
@@ -157,7 +163,9 @@ def main() -> None:
                      f"{(posts[~post_gold] >= cut).mean():.3f} | " + " | ".join(f"{p:.2f}" for p in per) + " |")
     lines += ["", "Functionality columns: the share of that non-hateful functionality's held-out cases called hateful. "
               "Rejections: a hateful STATE-ToxiCN claim inside a frame that quotes or names it to reject it "
-              "(src/rebuttal/learned/rejections.py), labelled non-hateful. The held-out STATE posts are scored at the "
+              "(src/rebuttal/learned/rejections.py), labelled non-hateful. Contrast rows (benchmarks/gate_zh_contrasts.py): "
+              f"{len(sets['contrast rows'])} non-hateful rows, hateful claims with the protected target swapped for a group "
+              "defined by conduct (fraudsters, litterers) and protected groups in negated or positive sentences. The held-out STATE posts are scored at the "
               "variant's HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper "
               "pass for Chinese posts (the category model reads layer 14)."]
     lines += ["", *real_cuts]
