@@ -27,6 +27,7 @@ ROUND2 = fire_rows.SILVER / "dev_round2.jsonl"
 OUT = ROOT / "runs" / "bench" / "fire-heldout"
 RESULTS = ROOT / "benchmarks" / "results" / "fire_heldout.md"
 REPLIES = GRADES / "fire-heldout-replies.jsonl"  # apart from dev's: the draft score never trains on these
+SLUR_REPLIES = GRADES / "fire-slurs-replies.jsonl"  # fire_slurs.py's sample: dev for one option
 SEED = 2
 SYSTEMS = ("fire", "zero-shot")
 KEPT = (*SYSTEMS, fire_rows.OPTION_ROWS)  # the row files benchmarks/runs/ keeps
@@ -74,6 +75,12 @@ def sheet(args) -> None:
     print(f"{count} replies without a grade -> {path}")
 
 
+def slur_sample_overlap(ids) -> int:
+    """Posts here that fire_slurs.py measured its option on (it keeps out only the first 120)."""
+    measured = {json.loads(line)["item"] for line in SLUR_REPLIES.read_text(encoding="utf-8").splitlines() if line}
+    return len(measured & set(ids))
+
+
 def report(args) -> None:
     rows = sample(args.n)
     gold = {r["id"]: r["hs_type"] for r in rows}
@@ -87,7 +94,8 @@ def report(args) -> None:
     lines = header("FIRE drafts on held-out posts", split=f"silver dev round 2, the first {args.n} of a seeded "
                    f"shuffle (seed {SEED}); no prompt or draft-score setting was read off these posts, one "
                    "draft-check pattern was (meta talk \"this post\", added 2026-12-04 after a grade here; it "
-                   "flags one draft the draft score already flagged)",
+                   f"flags one draft the draft score already flagged); {slur_sample_overlap(gold)} of them (after the "
+                   "first 120) had replies in fire_slurs.py's run, where an option was measured and left off",
                    model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory="shipped defaults: exemplar bank + shipped SupCon head; shipped category model, hate gate "
                    "and draft score")
