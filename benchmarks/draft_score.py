@@ -2,7 +2,9 @@
 head is trained (and its cut chosen out of fold) on the replies graded first and scores the
 replies graded after them, which came from later runs and options it never saw. Out-of-fold
 scores on one pool flatter a score (the MiniLM head had AUC 0.80 out of fold, 0.67 on the next
-run's replies). Results: benchmarks/results/draft_score.md (written whole).
+run's replies). A second table chooses the cut (the share of usable replies it passes out of
+fold) the same way, adding the replies of fire_slurs.py's later run, which the shipped score
+never saw, with the held-out posts' replies beside it as the check. Results: benchmarks/results/draft_score.md (written whole).
 
     PYTHONPATH=src .venv/bin/python benchmarks/draft_score.py
 
@@ -23,6 +25,9 @@ from provenance import header  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "draft_score.md"
 REPLIES = GRADES / "fire-dev-replies.jsonl"
+LATER = GRADES / "fire-slurs-replies.jsonl"  # dev posts graded after the score was trained
+HELD_OUT = GRADES / "fire-heldout-replies.jsonl"  # fire_heldout.py's posts: never read to choose
+KEEPS = (0.2, 0.25, 0.3, 0.35, 0.45)
 # The replies file grows in grading order: the first 300 were graded by 2026-12-02 (the first dev runs),
 # the next 169 from the rerun of 2026-12-03 morning, the last 83 from FIRE on posts 51-106 and the adapt option.
 SPLITS = (300, 469)
@@ -38,17 +43,45 @@ def heads() -> list[tuple[str, str, float]]:
             (f"MiniLM vector, C={TEXT_C} (the fallback; shipped before)", "minilm", TEXT_C)]
 
 
-def forward(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int):
+def forward(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int,
+            keep: float | None = None, later: tuple | None = None):
     """The shipped recipe (rebuttal.learned.draft_score.fit_head) on the first n replies: AUC on the
-    rest, how many its cut passes and how many of those are usable."""
+    rest (or on `later`, (features, usable)), how many its cut passes and how many of those are usable."""
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.learned.draft_score import KEEP, fit_head, usable_chance
 
-    head = fit_head(features[:n], usable[:n], items[:n], c, KEEP, FOLDS, scaled)
-    later = usable_chance(head, features[n:])
-    passed = later >= head.meta["threshold"]
-    return roc_auc_score(usable[n:], later), int(passed.sum()), int(usable[n:][passed].sum())
+    head = fit_head(features[:n], usable[:n], items[:n], c, KEEP if keep is None else keep, FOLDS, scaled)
+    x, y = later or (features[n:], usable[n:])
+    scores = usable_chance(head, x)
+    passed = scores >= head.meta["threshold"]
+    return roc_auc_score(y, scores), int(passed.sum()), int(y[passed].sum())
+
+
+def cut_table(features: np.ndarray, usable: np.ndarray, items: list[str], later: tuple, held: tuple) -> list[str]:
+    """Usable among passed for each share of usable replies the cut passes: forward on dev round 1,
+    the head trained on every graded reply scoring the later run's replies, and (the check) the
+    held-out posts' replies, (features, usable) each."""
+    from rebuttal.learned.draft_score import KEEP, STATES_C
+
+    lines = ["## Which cut", "",
+             f"The shipped head, its cut set to pass each share of usable replies out of fold. Later run: "
+             f"the {len(later[1])} graded replies of fire_slurs.py (dev posts with a slur, round 1 and the part "
+             "of round 2 outside fire_heldout.py's sample), scored by the head trained on all the replies above. "
+             "Pooled: the three dev columns. Held-out check: every graded reply to fire_heldout.py's posts (all "
+             "systems and runs), scored by the same head; not used to choose. Passed counts are before the rule "
+             "checks.", "",
+             "| usable passed out of fold | first 300 -> later | first 469 -> later | all -> later run | pooled (dev) "
+             "| held-out check |", "|---|---|---|---|---|---|"]
+    for keep in KEEPS:
+        runs = [forward(features, usable, items, STATES_C, True, n, keep)[1:] for n in SPLITS]
+        runs.append(forward(features, usable, items, STATES_C, True, len(usable), keep, later)[1:])
+        passed, good = (sum(r[i] for r in runs) for i in (0, 1))
+        _, held_passed, held_good = forward(features, usable, items, STATES_C, True, len(usable), keep, held)
+        cells = [f"{g}/{p}" for p, g in runs] + [f"{good}/{passed} ({good / max(passed, 1):.0%})",
+                                                 f"{held_good}/{held_passed} ({held_good / max(held_passed, 1):.0%})"]
+        lines.append(f"| {keep:.0%}{' (shipped)' if keep == KEEP else ''} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:
@@ -57,6 +90,9 @@ def main() -> None:
     from rebuttal.llm.embeddings import load_minilm
 
     rows = graded_replies(REPLIES, GRADES / GRADERS["independent"])
+    held = graded_replies(HELD_OUT, GRADES / GRADERS["independent"])
+    held_out = {r["item"] for r in held}
+    later = [r for r in graded_replies(LATER, GRADES / GRADERS["independent"]) if r["item"] not in held_out]
     texts, items = [r["reply"] for r in rows], [r["item"] for r in rows]
     usable = np.array([r["verdict"] == "usable" for r in rows])
     features = {"states": cached_pooled_states(STATES, texts), "minilm": load_minilm().encode(texts)}
@@ -73,6 +109,9 @@ def main() -> None:
         for n in SPLITS:
             auc, passed, good = forward(features[kind], usable, items, c, kind == "states", n)
             lines.append(f"| {name} | {n} | {len(rows) - n} | {usable[n:].sum()} | {auc:.3f} | {passed} | {good} |")
+    later, held = ((cached_pooled_states(STATES, [r["reply"] for r in part]),
+                    np.array([r["verdict"] == "usable" for r in part])) for part in (later, held))
+    lines += ["", *cut_table(features["states"], usable, items, later, held)]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
