@@ -4,7 +4,8 @@ replies graded after them, which came from later runs and options it never saw. 
 scores on one pool flatter a score (the MiniLM head had AUC 0.80 out of fold, 0.67 on the next
 run's replies). A second table chooses the cut (the share of usable replies it passes out of
 fold) the same way, adding the replies of fire_slurs.py's later run, which the shipped score
-never saw, with the held-out posts' replies beside it as the check. Results: benchmarks/results/draft_score.md (written whole).
+never saw, with the held-out posts' replies beside it as the check. Results:
+benchmarks/results/draft_score.md (written whole).
 
     PYTHONPATH=src .venv/bin/python benchmarks/draft_score.py
 

@@ -1,6 +1,7 @@
 """What the Chinese states gate reads and is trained on: STATE-ToxiCN posts, rule-made rejections of
 their hateful claims (shipped since 2026-12-04), English rows (the states are multilingual), a deeper
-layer, other C / HateCheck weights and rule-made contrast rows (gate_zh_contrasts.py) (tried, not shipped). Results: benchmarks/results/gate_zh.md.
+layer, other C / HateCheck weights and rule-made contrast rows (gate_zh_contrasts.py): tried, not
+shipped. Results: benchmarks/results/gate_zh.md.
 
     python benchmarks/gate_zh.py
 
@@ -102,8 +103,8 @@ def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from rebuttal.learned import datasets
-    from rebuttal.learned.datasets import LabelledText
     from rebuttal.learned.calibration import recall_cut, sure_cut
+    from rebuttal.learned.datasets import LabelledText
     from rebuttal.learned.rejections import GATE_ROWS
     from rebuttal.learned.train import HATECHECK_WEIGHT, STATES, STATES_C, _corpus_sample, cached_pooled_states
 
@@ -163,11 +164,12 @@ def main() -> None:
                      f"{(posts[~post_gold] >= cut).mean():.3f} | " + " | ".join(f"{p:.2f}" for p in per) + " |")
     lines += ["", "Functionality columns: the share of that non-hateful functionality's held-out cases called hateful. "
               "Rejections: a hateful STATE-ToxiCN claim inside a frame that quotes or names it to reject it "
-              "(src/rebuttal/learned/rejections.py), labelled non-hateful. Contrast rows (benchmarks/gate_zh_contrasts.py): "
-              f"{len(sets['contrast rows'])} non-hateful rows, hateful claims with the protected target swapped for a group "
-              "defined by conduct (fraudsters, litterers) and protected groups in negated or positive sentences. The held-out STATE posts are scored at the "
-              "variant's HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper "
-              "pass for Chinese posts (the category model reads layer 14)."]
+              "(src/rebuttal/learned/rejections.py), labelled non-hateful. Contrast rows "
+              f"(benchmarks/gate_zh_contrasts.py): {len(sets['contrast rows'])} non-hateful rows, hateful claims with "
+              "the protected target swapped for a group defined by conduct (fraudsters, litterers) and protected "
+              "groups in negated or positive sentences. The held-out STATE posts are scored at the variant's "
+              "HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper pass for "
+              "Chinese posts (the category model reads layer 14)."]
     lines += ["", *real_cuts]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
