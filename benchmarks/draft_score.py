@@ -44,19 +44,23 @@ def heads() -> list[tuple[str, str, float]]:
             (f"MiniLM vector, C={TEXT_C} (the fallback; shipped before)", "minilm", TEXT_C)]
 
 
-def forward(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int,
-            keep: float | None = None, later: tuple | None = None):
-    """The shipped recipe (rebuttal.learned.draft_score.fit_head) on the first n replies: AUC on the
-    rest (or on `later`, (features, usable)), how many its cut passes and how many of those are usable."""
+def head_on_first(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int,
+                  keep: float | None = None):
+    """The shipped recipe (rebuttal.learned.draft_score.fit_head) on the first n replies."""
+    from rebuttal.learned.draft_score import KEEP, fit_head
+
+    return fit_head(features[:n], usable[:n], items[:n], c, KEEP if keep is None else keep, FOLDS, scaled)
+
+
+def passes(head, features: np.ndarray, usable: np.ndarray) -> tuple[float, int, int]:
+    """The head's AUC on these replies, how many its cut passes and how many of those are usable."""
     from sklearn.metrics import roc_auc_score
 
-    from rebuttal.learned.draft_score import KEEP, fit_head, usable_chance
+    from rebuttal.learned.draft_score import usable_chance
 
-    head = fit_head(features[:n], usable[:n], items[:n], c, KEEP if keep is None else keep, FOLDS, scaled)
-    x, y = later or (features[n:], usable[n:])
-    scores = usable_chance(head, x)
+    scores = usable_chance(head, features)
     passed = scores >= head.meta["threshold"]
-    return roc_auc_score(y, scores), int(passed.sum()), int(y[passed].sum())
+    return roc_auc_score(usable, scores), int(passed.sum()), int(usable[passed].sum())
 
 
 def cut_table(features: np.ndarray, usable: np.ndarray, items: list[str], later: tuple, held: tuple) -> list[str]:
@@ -75,10 +79,12 @@ def cut_table(features: np.ndarray, usable: np.ndarray, items: list[str], later:
              "| usable passed out of fold | first 300 -> later | first 469 -> later | all -> later run | pooled (dev) "
              "| held-out check |", "|---|---|---|---|---|---|"]
     for keep in KEEPS:
-        runs = [forward(features, usable, items, STATES_C, True, n, keep)[1:] for n in SPLITS]
-        runs.append(forward(features, usable, items, STATES_C, True, len(usable), keep, later)[1:])
+        runs = [passes(head_on_first(features, usable, items, STATES_C, True, n, keep), features[n:], usable[n:])[1:]
+                for n in SPLITS]
+        on_all = head_on_first(features, usable, items, STATES_C, True, len(usable), keep)
+        runs.append(passes(on_all, *later)[1:])
         passed, good = (sum(r[i] for r in runs) for i in (0, 1))
-        _, held_passed, held_good = forward(features, usable, items, STATES_C, True, len(usable), keep, held)
+        _, held_passed, held_good = passes(on_all, *held)
         cells = [f"{g}/{p}" for p, g in runs] + [f"{good}/{passed} ({good / max(passed, 1):.0%})",
                                                  f"{held_good}/{held_passed} ({held_good / max(held_passed, 1):.0%})"]
         lines.append(f"| {keep:.0%}{' (shipped)' if keep == KEEP else ''} | " + " | ".join(cells) + " |")
@@ -108,7 +114,8 @@ def main() -> None:
               "|---|---|---|---|---|---|---|"]
     for name, kind, c in heads():
         for n in SPLITS:
-            auc, passed, good = forward(features[kind], usable, items, c, kind == "states", n)
+            head = head_on_first(features[kind], usable, items, c, kind == "states", n)
+            auc, passed, good = passes(head, features[kind][n:], usable[n:])
             lines.append(f"| {name} | {n} | {len(rows) - n} | {usable[n:].sum()} | {auc:.3f} | {passed} | {good} |")
     later, held = ((cached_pooled_states(STATES, [r["reply"] for r in part]),
                     np.array([r["verdict"] == "usable" for r in part])) for part in (later, held))

@@ -77,8 +77,7 @@ def sheet(args) -> None:
 
 def slur_sample_overlap(ids) -> int:
     """Posts here that fire_slurs.py measured its option on (it keeps out only the first 120)."""
-    measured = {json.loads(line)["item"] for line in SLUR_REPLIES.read_text(encoding="utf-8").splitlines() if line}
-    return len(measured & set(ids))
+    return len({r["item"] for r in fire_rows.read_jsonl(SLUR_REPLIES)} & set(ids))
 
 
 def report(args) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -33,6 +34,7 @@ NAMED = "fire-named"  # FIRE run whole with the option
 SYSTEMS = (NAMED, "fire")  # "fire": the reply written again as shipped, on the same analyses
 
 
+@cache  # main, stored() and the report each ask; the silver files are read once (callers only read)
 def posts() -> list[dict]:
     from rebuttal.fire.slurs import SLUR
 

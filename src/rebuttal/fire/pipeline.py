@@ -11,9 +11,9 @@ import numpy as np
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
 from rebuttal.fire.coherence import flag_reasoning
-from rebuttal.fire.slurs import slur_used
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
+from rebuttal.fire.slurs import slur_used
 from rebuttal.llm import ChatModel, LLMError
 from rebuttal.types import (
     Analysis, EvidenceItem, FireResult, HateType, InputError, SourceTier, Trace, TraceStep, check_post,
