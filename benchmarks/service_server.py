@@ -1,4 +1,4 @@
-"""The server side of service_load.py: the fake fast pipeline and the `rebuttal serve` child process
+"""The server side of service_load.py: the app on the fake pipeline and the `rebuttal serve` child process
 (one uvicorn process, or uvicorn's process manager with worker processes as `rebuttal serve --workers`)."""
 
 from __future__ import annotations
@@ -16,36 +16,6 @@ LOAD_SCRIPT = Path(__file__).resolve().parent / "service_load.py"
 BATCH = 500
 
 
-class FakeFastPipeline:
-    """Answers instantly (or after --pipeline-ms): measures the service, not a model."""
-
-    def __init__(self, delay_s: float = 0.0):
-        self.delay_s = delay_s
-
-    def _result(self, text, id, reply):
-        from rebuttal.types import Analysis, FireResult, HateType, Reply, Trace, TraceStep
-
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        trace = Trace(steps=[TraceStep(stage="analyst", model="fake-fast", prompt_version="none", latency_s=0.0)])
-        analysis = Analysis(is_hateful=True, target_group="Immigrants", category=HateType.dehumanization,
-                            reasoning="fake")
-        answer = Reply(text="A calm answer.", strategy=HateType.dehumanization.strategy) if reply else None
-        return FireResult(id=id, text=text, status="ok", trace=trace, analysis=analysis, reply=answer)
-
-    def analyze(self, text, id=None):
-        return self._result(text, id, reply=False)
-
-    def respond(self, text, id=None):
-        return self._result(text, id, reply=True)
-
-    def parse(self, text, lang="en", track=None, id=None):
-        raise NotImplementedError("the load test does not parse")
-
-    def health(self):
-        return {"model": "fake-fast", "model_loaded": True, "memory_size": None}
-
-
 def build_app(db: str, lease_s: float, pipeline_ms: float, real_model: str | None):
     """The real app (database rate limits, request log, batch worker) on a fake pipeline."""
     from rebuttal.server import ServerSettings, create_app
@@ -57,7 +27,9 @@ def build_app(db: str, lease_s: float, pipeline_ms: float, real_model: str | Non
 
         services = PipelineServices({"backend": "llama", "model": real_model, "threads": 1})
     else:
-        services = FakeFastPipeline(pipeline_ms / 1000)
+        from rebuttal.server.fake import FakePipeline  # what `rebuttal serve --fake-pipeline` serves
+
+        services = FakePipeline(pipeline_ms / 1000)
     return create_app(settings, services)
 
 

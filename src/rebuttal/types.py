@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 TARGET_GROUPS = (
     "Women", "Men", "LGBT+", "Muslims", "Jews", "Immigrants", "People of color", "Disabled",
@@ -194,6 +195,11 @@ class FireResult(BaseModel):
     reply: Reply | None = None
     trace: Trace = Field(default_factory=Trace)
 
+    @field_validator("text", "id")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        return storable(value)
+
 
 class SparTuple(BaseModel):
     target: str
@@ -214,12 +220,52 @@ class SparResult(BaseModel):
     llm_calls: int = 0
     trace: Trace = Field(default_factory=Trace)
 
+    @field_validator("text", "id")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        return storable(value)
+
 
 MAX_POST_CHARS = 5000
+
+# Free text from users, one rule everywhere (posts here, review edits and reasons in the server):
+# a lone UTF-16 surrogate (JSON "\ud800", or an undecodable byte in a command-line argument) is
+# refused, since no UTF-8 file or database can hold it; these invisible characters are removed:
+# NUL, soft hyphen, zero-width space, word joiner and BOM (they carry no meaning and hide words
+# from the hate gate), and the bidi embedding, override and isolate controls U+202A-202E and
+# U+2066-2069 (they can show a reviewer text in another order than the one the model read:
+# "Trojan Source"). Zero-width (non-)joiners and the bidi marks U+200E, U+200F, U+061C stay:
+# scripts and emoji need them, and they cannot reorder text.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REMOVED_CHARS = "\x00\u00ad\u200b\u2060\ufeff\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_REMOVE = dict.fromkeys(map(ord, REMOVED_CHARS))
 
 
 class InputError(ValueError):
     """Bad input from the user: reported as a flagged item, never a traceback."""
+
+
+def lone_surrogate(text: str) -> tuple[int, str] | None:
+    """(position, "U+D800") of the first lone surrogate in `text`, or None."""
+    match = LONE_SURROGATE.search(text)
+    return (match.start(), f"U+{ord(match.group()):04X}") if match else None
+
+
+def clean_text(text: str, field: str = "text") -> str:
+    """`text` without the removed characters; InputError naming `field` and the position
+    (in the text as given) of a lone surrogate."""
+    found = lone_surrogate(text)
+    if found:
+        raise InputError(f"{field} contains a lone surrogate ({found[1]}) at position {found[0]}")
+    return text.translate(_REMOVE)
+
+
+def storable(text: str | None) -> str | None:
+    """`text` as a result may keep it: lone surrogates become U+FFFD and NUL is dropped, so an
+    error result that echoes bad input can still be written as UTF-8 and stored."""
+    if text is None:
+        return None
+    return LONE_SURROGATE.sub("\ufffd", text).replace("\x00", "")
 
 
 def check_post(text: object, max_chars: int = MAX_POST_CHARS) -> str:
@@ -231,9 +277,10 @@ def check_post(text: object, max_chars: int = MAX_POST_CHARS) -> str:
             raise InputError(f"text is not valid UTF-8 (byte {exc.start})") from None
     if not isinstance(text, str):
         raise InputError(f"text must be a string, got {type(text).__name__}")
+    text = clean_text(text)
     if "\ufffd" in text:
         raise InputError("text contains undecodable bytes (U+FFFD); re-read it as UTF-8")
-    text = text.replace("\x00", "").strip()
+    text = text.strip()
     if not text:
         raise InputError("text is empty")
     if len(text) > max_chars:

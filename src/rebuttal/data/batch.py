@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from rebuttal.types import storable
+
 Process = Callable[["BatchItem"], BaseModel | dict]
 ProcessFactory = Callable[[], Process]  # picklable; called once per runner (per Ray actor)
 ENGINES = ("local", "ray")
@@ -99,7 +101,7 @@ def items_from_rows(rows: Iterable[dict | Exception]) -> Iterator[BatchItem | tu
         if not isinstance(row, dict):
             yield (fallback_id, f"row {index} is a JSON {type(row).__name__}, expected an object")
             continue
-        item_id = str(row.get("id", fallback_id))
+        item_id = storable(str(row.get("id", fallback_id)))  # an id can be written back (no lone surrogate)
         text_field = next((f for f in TEXT_FIELDS if f in row), None)
         if text_field is None:
             yield (item_id, f"row {index} has none of the text fields {', '.join(TEXT_FIELDS)}")
@@ -146,7 +148,8 @@ def row_for(entry: BatchItem | tuple[str, str], process: Process) -> dict:
 
 
 def row_line(row: dict) -> str:
-    return json.dumps(row, ensure_ascii=False) + "\n"
+    # storable: a lone surrogate echoed from the input (JSON "\\ud800") could not be written as UTF-8
+    return storable(json.dumps(row, ensure_ascii=False)) + "\n"
 
 
 def entry_id(entry: BatchItem | tuple[str, str]) -> str:

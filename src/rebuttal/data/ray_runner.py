@@ -53,7 +53,8 @@ def encode_entry(entry: BatchItem | tuple[str, str]) -> dict[str, str]:
     if isinstance(entry, tuple):
         return {"id": entry[0], "entry": json.dumps({"error": entry[1]}, ensure_ascii=False)}
     payload = {"text": entry.text, "fields": entry.fields}
-    return {"id": entry.id, "entry": json.dumps(payload, ensure_ascii=False, default=str)}
+    # ASCII: a lone surrogate in the text (JSON "\\ud800") stays escaped, so Arrow can hold it
+    return {"id": entry.id, "entry": json.dumps(payload, default=str)}
 
 
 def decode_entry(item_id: str, encoded: str) -> BatchItem | tuple[str, str]:

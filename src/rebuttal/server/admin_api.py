@@ -11,14 +11,14 @@ from pydantic import BaseModel, Field
 
 from rebuttal.server.access import Admin, state_of
 from rebuttal.server.auth import UnknownKey, create_key, list_keys, revoke_key, set_role
-from rebuttal.server.state import ApiError
+from rebuttal.server.state import ApiError, FieldText
 
 router = APIRouter(prefix="/v1")
 Role = Literal["submit", "review", "admin"]
 
 
 class NewKey(BaseModel):
-    name: str = Field(min_length=1, max_length=120, description="who uses the key (the reviewer's identity)")
+    name: FieldText = Field(min_length=1, max_length=120, description="who uses the key (the reviewer's identity)")
     role: Role = "review"
 
 
@@ -46,7 +46,7 @@ def new_key(request: Request, body: NewKey, who: Admin):
 
 
 @router.post("/keys/{id_or_name}/role", summary="change the role of a key (id) or of every active key of a name")
-def change_role(request: Request, id_or_name: str, body: RoleChange, who: Admin):
+def change_role(request: Request, id_or_name: FieldText, body: RoleChange, who: Admin):
     try:
         return {"ids": set_role(state_of(request).db, id_or_name, body.role), "role": body.role}
     except UnknownKey as exc:
@@ -54,7 +54,7 @@ def change_role(request: Request, id_or_name: str, body: RoleChange, who: Admin)
 
 
 @router.post("/keys/{id_or_name}/revoke", summary="revoke a key (id) or every active key of a name")
-def revoke(request: Request, id_or_name: str, who: Admin):
+def revoke(request: Request, id_or_name: FieldText, who: Admin):
     try:
         return {"revoked": revoke_key(state_of(request).db, id_or_name)}
     except UnknownKey as exc:

@@ -18,7 +18,7 @@ from rebuttal.server.access import Submitter, check_owner, state_of
 from rebuttal.server.auth import Caller
 from rebuttal.server.db import ROLES, Job, JobItem, ResultRow, ReviewItem
 from rebuttal.server.jobs import call_pipeline, create_job, error_result, is_transient, retry_failed
-from rebuttal.server.state import ApiError, ServerState
+from rebuttal.server.state import ApiError, FieldText, Offset, ServerState
 from rebuttal.types import InputError, check_post
 
 router = APIRouter(prefix="/v1")
@@ -27,8 +27,8 @@ log = logging.getLogger("rebuttal.server.api")
 
 class Item(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str = Field(description="the post")
-    id: str | None = Field(None, max_length=200, description="your id, echoed back")
+    text: str = Field(description="the post (checked by check_post: a bad one becomes an error item)")
+    id: FieldText | None = Field(None, max_length=200, description="your id, echoed back")
 
 
 class PostsIn(BaseModel):
@@ -36,7 +36,7 @@ class PostsIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     text: str | None = None
-    id: str | None = Field(None, max_length=200)
+    id: FieldText | None = Field(None, max_length=200)
     items: list[Item] | None = Field(None, min_length=1)
 
     @model_validator(mode="after")
@@ -48,7 +48,7 @@ class PostsIn(BaseModel):
 
 class ParseIn(PostsIn):
     lang: Literal["en", "zh"] = "en"
-    track: str | None = Field(None, max_length=40)
+    track: FieldText | None = Field(None, max_length=40)
 
 
 def _start_job(request: Request, who: Caller, kind: str, body: PostsIn, options: dict) -> JSONResponse:
@@ -58,7 +58,7 @@ def _start_job(request: Request, who: Caller, kind: str, body: PostsIn, options:
                        code="batch_too_large", limit=state.settings.max_batch)
     request.state.items = len(body.items)
     job = create_job(state.db, kind, [(i.id, i.text) for i in body.items], who.name, options,
-                     request.state.request_id)
+                     request.state.request_id, max_chars=state.settings.max_text_chars)
     request.state.job_id = job.id
     state.worker.notify()
     return JSONResponse(status_code=202, content={
@@ -87,7 +87,7 @@ async def _submit(request: Request, who: Caller, kind: str, body: PostsIn, optio
     try:
         text = check_post(body.text, max_chars=state.settings.max_text_chars)
     except InputError as exc:
-        raise ApiError(422, f"text: {exc}", code="invalid_text") from None
+        raise ApiError(422, str(exc), code="invalid_text") from None
     result, failure, retry_after = await run_in_threadpool(_run_pipeline, state, kind, text, body.id, options)
     row, item = await state.writes.run(lambda session: review.store_result(
         session, kind, result, key_name=who.name, request_id=request.state.request_id))
@@ -152,13 +152,13 @@ def _get_or_404(session, table, key, what: str, who: Caller):
 
 
 @router.get("/jobs/{job_id}", summary="status and progress of a batch job")
-def job_status(request: Request, job_id: str, who: Submitter):
+def job_status(request: Request, job_id: FieldText, who: Submitter):
     with state_of(request).db.session() as session:
         return _job_view(_get_or_404(session, Job, job_id, "job", who))
 
 
 @router.get("/jobs/{job_id}/results", summary="results of a batch job, in input order, paged")
-def job_results(request: Request, job_id: str, who: Submitter, offset: Annotated[int, Query(ge=0)] = 0,
+def job_results(request: Request, job_id: FieldText, who: Submitter, offset: Offset = 0,
                 limit: Annotated[int, Query(ge=1, le=500)] = 100):
     with state_of(request).db.session() as session:
         job = _get_or_404(session, Job, job_id, "job", who)
@@ -177,7 +177,7 @@ def job_results(request: Request, job_id: str, who: Submitter, offset: Annotated
 
 
 @router.get("/results/{result_id}", summary="one stored result with its trace")
-def get_result(request: Request, result_id: str, who: Submitter):
+def get_result(request: Request, result_id: FieldText, who: Submitter):
     with state_of(request).db.session() as session:
         row = _get_or_404(session, ResultRow, result_id, "result", who)
         return {"result_id": row.id, "kind": row.kind, "created_at": row.created_at.isoformat(),
@@ -187,7 +187,7 @@ def get_result(request: Request, result_id: str, who: Submitter):
 
 
 @router.post("/jobs/{job_id}/retry", summary="queue a job's retryable failed items (backend timeouts) again")
-def job_retry(request: Request, job_id: str, who: Submitter):
+def job_retry(request: Request, job_id: FieldText, who: Submitter):
     state = state_of(request)
     with state.db.session() as session:
         _get_or_404(session, Job, job_id, "job", who)

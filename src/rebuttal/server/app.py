@@ -2,9 +2,10 @@
 worker processes of `rebuttal serve --workers N`.
 
 Layers, outermost first: body-size limit (413) → optional CORS → request log (one row per /v1
-request, no texts; requestlog.py) → routes (api.py, review_api.py, admin_api.py, web.py), each
-checking the key's role (access.py). Every error leaves as JSON `{"error": code, "detail": msg}`,
-an unreachable database as a 503 (middleware.py). Routes read the shared `ServerState`
+request, no texts; requestlog.py) → the last-resort JSON 500, which keeps the connection
+(middleware.py) → routes (api.py, review_api.py, admin_api.py, web.py), each checking the key's
+role (access.py). Every error leaves as JSON `{"error": code, "detail": msg}`, an unreachable
+database as a 503 (middleware.py). Routes read the shared `ServerState`
 (state.py) from `app.state.rebuttal`.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from rebuttal.optional import require
 from rebuttal.server.db import Database
 from rebuttal.server.jobs import JobWorker
-from rebuttal.server.middleware import BodySizeLimit, install_error_handlers
+from rebuttal.server.middleware import BodySizeLimit, InternalErrors, install_error_handlers
 from rebuttal.server.ratelimit import DatabaseRateLimiter, RedisRateLimiter, TokenBucketLimiter
 from rebuttal.server.requestlog import RequestLogMiddleware, RequestLogWriter
 from rebuttal.server.services import PipelineServices, Services, preload_in_background
@@ -39,6 +40,11 @@ def build_state(settings: ServerSettings, services: Services | None = None) -> S
 
     db = Database(settings.db_url)
     schema_version = db.init()
+    if services is None and settings.fake_pipeline:
+        from rebuttal.server.fake import FakePipeline
+
+        log.warning("serving the FAKE pipeline (--fake-pipeline): every answer is scripted; load tests only")
+        services = FakePipeline()
     services = services or PipelineServices(settings.pipeline)
     worker = JobWorker(db, services, poll_s=settings.job_poll_s, max_chars=settings.max_text_chars,
                        max_attempts=settings.max_item_attempts, lease_s=settings.job_lease_s)
@@ -88,6 +94,7 @@ def create_app(settings: ServerSettings | None = None, services: Services | None
     )
     app.state.rebuttal = state
     install_error_handlers(app)
+    app.add_middleware(InternalErrors)  # innermost: the request log sees its 500
     app.add_middleware(RequestLogMiddleware, writer=state.request_log)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware

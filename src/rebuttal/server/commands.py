@@ -57,6 +57,8 @@ def serve_command(
     cors_origin: Annotated[list[str] | None, typer.Option(help="allow this browser origin (repeat); CORS is off without it")] = None,
     cookie_secure: Annotated[bool, typer.Option(help="Secure reviewer cookie (serving over HTTPS)")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    fake_pipeline: Annotated[bool, typer.Option(help="LOAD TESTS ONLY: answer every post with the scripted "
+                                                     "fake pipeline (no model; every post 'hateful')")] = False,
 ) -> None:
     """Run the API and the reviewer page (http://HOST:PORT/review, API docs at /docs)."""
     from pydantic import ValidationError
@@ -74,7 +76,7 @@ def serve_command(
         settings = ServerSettings.from_env(
             db_url=db, max_batch=max_batch, max_request_bytes=max_request_bytes, rate_per_minute=rate_per_minute,
             rate_burst=rate_burst, rate_store=rate_store, cors_origins=cors_origin or None, cookie_secure=cookie_secure or None,
-            pipeline={k: v for k, v in pipeline.items() if v is not None})
+            fake_pipeline=fake_pipeline or None, pipeline={k: v for k, v in pipeline.items() if v is not None})
         if workers > 1 and settings.rate_store == "memory":
             raise ValueError("--rate-store memory keeps buckets per process, so --workers would multiply the "
                              "rate limit; use the database (default) or redis")

@@ -25,7 +25,7 @@ from sqlalchemy import delete, func, select, update
 from rebuttal.server.db import Database, Job, JobItem, ResultRow, new_id, utcnow
 from rebuttal.server.review import store_result
 from rebuttal.server.services import Services
-from rebuttal.types import FireResult, InputError, SparResult, check_post
+from rebuttal.types import MAX_POST_CHARS, FireResult, InputError, SparResult, check_post
 
 log = logging.getLogger("rebuttal.server.jobs")
 KINDS = ("analyze", "respond", "parse")
@@ -70,13 +70,30 @@ def error_result(kind: str, text: Any, client_id: str | None, options: dict, mes
 
 
 def create_job(db: Database, kind: str, items: list[tuple[str | None, str]], key_name: str,
-               options: dict, request_id: str | None) -> Job:
+               options: dict, request_id: str | None, max_chars: int = MAX_POST_CHARS) -> Job:
+    """Store the job and its items. Each text is checked here (check_post): a bad one (empty, too
+    long, a lone surrogate) is stored at once as a failed item with its error result, so it is
+    reported in the job's results like any failed item and never stops the others."""
     with db.session(write=True) as session:
         job = Job(kind=kind, key_name=key_name, options=options, total=len(items), request_id=request_id)
         session.add(job)
         session.flush()
-        session.add_all(JobItem(job_id=job.id, position=i, client_id=cid, text=text)
-                        for i, (cid, text) in enumerate(items))
+        rows, failed = [], 0
+        for position, (client_id, text) in enumerate(items):
+            try:
+                rows.append(JobItem(job_id=job.id, position=position, client_id=client_id,
+                                    text=check_post(text, max_chars=max_chars)))
+            except InputError as exc:
+                result = error_result(kind, text, client_id, options, str(exc))
+                row, _ = store_result(session, kind, result, key_name=key_name, request_id=request_id,
+                                      job_id=job.id)
+                rows.append(JobItem(job_id=job.id, position=position, client_id=client_id, text=result.text,
+                                    status="error", error=result.message, result_id=row.id))
+                failed += 1
+        session.add_all(rows)
+        if failed:
+            session.flush()
+            _refresh_counts(session, job)
         return job
 
 

@@ -1,13 +1,14 @@
-"""ASGI layers around the routes: the body-size limit and the error handlers (the request log
-is in requestlog.py).
+"""ASGI layers around the routes: the body-size limit, the last-resort 500 and the error
+handlers (the request log is in requestlog.py).
 Every error leaves as JSON `{"error": code, "detail": msg}`; an unreachable database is a 503
-with Retry-After, not a 500."""
+with Retry-After, not a 500; a body that cannot be read as JSON is a 422 saying why."""
 
 from __future__ import annotations
 
 import logging
 
 from rebuttal.server.state import ApiError, error_body
+from rebuttal.types import storable
 
 log = logging.getLogger("rebuttal.server")
 DB_RETRY_S = 2  # Retry-After when the database is briefly unavailable
@@ -49,9 +50,65 @@ class BodySizeLimit:
         return await self.app(scope, receive, send)
 
 
+class InternalErrors:
+    """Pure ASGI, just outside the routes: an exception no handler took is logged with its
+    traceback and answered with a JSON 500 here, and not raised further. (Starlette's outermost
+    layer also answers 500, but then re-raises for the server to log, and uvicorn closed the
+    keep-alive connection after it without `Connection: close`.) Only when the response had
+    already started (a failing stream) is the exception raised on: then closing the connection
+    is the one way left to tell the client."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def send_and_watch(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_watch)
+        except Exception as exc:
+            if started:
+                raise
+            log.error("unhandled %s on %s %s (request %s)", type(exc).__name__, scope["method"], scope["path"],
+                      scope.get("state", {}).get("request_id", "?"), exc_info=exc)
+            from starlette.responses import JSONResponse
+
+            response = JSONResponse(error_body(500, "internal error; the server log has the details"), status_code=500)
+            await response(scope, receive, send)
+
+
+PARSE_FAILED = "There was an error parsing the body"  # FastAPI's 400 for a body json.loads raised on
+
+
+def body_error(cause: BaseException | None) -> str:
+    """Why FastAPI could not read the body as JSON (it keeps the error as the 400's cause)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not valid UTF-8 (byte {cause.start}); send JSON encoded as UTF-8"
+    if isinstance(cause, RecursionError):
+        return "the body's JSON is nested too deeply"
+    if isinstance(cause, ValueError):  # e.g. an integer of more than 4300 digits
+        return f"the body is not valid JSON: {str(cause)[:200]}"
+    return "the body could not be read as JSON"
+
+
+def _validation_detail(errors: list[dict]) -> str:
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    if first.get("type") == "json_invalid":
+        return f"the body is not valid JSON (near character {first['loc'][-1]})"
+    where = ".".join(str(part) for part in first["loc"] if part != "body") or "body"
+    return f"{where}: {first['msg']}"
+
+
 def install_error_handlers(app) -> None:
-    """ApiError, HTTP errors, validation errors (without echoing inputs) and anything unexpected,
-    all as JSON error bodies."""
+    """ApiError, HTTP errors, validation errors (without echoing inputs), unreadable bodies and
+    anything unexpected, all as JSON error bodies."""
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from starlette.responses import JSONResponse
@@ -63,21 +120,18 @@ def install_error_handlers(app) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request, exc):
+        if exc.status_code == 400 and exc.detail == PARSE_FAILED:
+            return JSONResponse(error_body(422, body_error(exc.__cause__)), status_code=422)
         return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request, exc):
-        # Drop `input` from pydantic's errors: it would echo post texts back and into logs.
-        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-                  for e in exc.errors()]
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        if first.get("type") == "json_invalid":
-            detail = f"the body is not valid JSON (near character {first['loc'][-1]})"
-        else:
-            where = ".".join(str(part) for part in first["loc"] if part != "body") or "body"
-            detail = f"{where}: {first['msg']}"
-        return JSONResponse(error_body(422, detail, errors=errors), status_code=422)
+        # Drop `input` from pydantic's errors: it would echo post texts back and into logs. A
+        # field name may hold a lone surrogate (an unknown key): storable() keeps it sendable.
+        errors = [{"loc": [storable(p) if isinstance(p, str) else p for p in e.get("loc", ())],
+                   "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+        return JSONResponse(error_body(422, _validation_detail(errors), errors=errors), status_code=422)
 
     from sqlalchemy.exc import InterfaceError, OperationalError
     from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -105,7 +159,7 @@ def install_error_handlers(app) -> None:
             app.add_exception_handler(error, _rate_store_down)
 
     @app.exception_handler(Exception)
-    async def _unexpected(request, exc):
+    async def _unexpected(request, exc):  # only if a layer outside InternalErrors fails
         log.error("unhandled %s on %s %s (request %s)", type(exc).__name__, request.method, request.url.path,
                   getattr(request.state, "request_id", "?"))
         return JSONResponse(error_body(500, "internal error; the server log has the details"), status_code=500)

@@ -17,7 +17,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from rebuttal.server.db import AuditEntry, ResultRow, ReviewItem, new_id, utcnow
-from rebuttal.types import FireResult, SparResult
+from rebuttal.types import FireResult, InputError, SparResult, clean_text
 
 STATUSES = ("pending", "approved", "rejected")
 MAX_REPLY_CHARS = 5000
@@ -86,8 +86,16 @@ def _get(session: Session, review_id: int) -> ReviewItem:
     return item
 
 
+def _clean(text: str | None, field: str) -> str:
+    """The free-text rule posts follow (rebuttal.types.clean_text): a lone surrogate is a 422."""
+    try:
+        return clean_text(text or "", field).strip()
+    except InputError as exc:
+        raise ReviewError(str(exc), 422) from None
+
+
 def _clean_reply(text: str | None) -> str:
-    text = (text or "").replace("\x00", "").strip()
+    text = _clean(text, "text")
     if not text:
         raise ReviewError("the reply text is empty", 422)
     if len(text) > MAX_REPLY_CHARS:
@@ -126,7 +134,7 @@ def approve(session: Session, review_id: int, actor: str, text: str | None = Non
 
 def reject(session: Session, review_id: int, actor: str, reason: str, role: str | None = None) -> ReviewItem:
     item = _get(session, review_id)
-    reason = (reason or "").strip()
+    reason = _clean(reason, "reason")
     if not reason:
         raise ReviewError("a rejection needs a reason", 422)
     if len(reason) > MAX_REASON_CHARS:

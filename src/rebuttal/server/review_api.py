@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from rebuttal.server import review
 from rebuttal.server.access import Reviewer, state_of
 from rebuttal.server.db import ResultRow, ReviewItem
-from rebuttal.server.state import ApiError
+from rebuttal.server.state import ApiError, FieldText, Offset, ReviewId
 
 router = APIRouter(prefix="/v1")
 
@@ -53,7 +53,7 @@ def export(request: Request, who: Reviewer, status: Literal["approved", "rejecte
 
 @router.get("/review", summary="the review queue, filtered by status and category")
 def review_queue(request: Request, who: Reviewer, status: Literal["pending", "approved", "rejected"] | None = "pending",
-                 category: str | None = None, offset: Annotated[int, Query(ge=0)] = 0,
+                 category: FieldText | None = None, offset: Offset = 0,
                  limit: Annotated[int, Query(ge=1, le=500)] = 50):
     with state_of(request).db.session() as session:
         page = review.list_queue(session, status, category, limit, offset)
@@ -72,7 +72,7 @@ def _review_action(request: Request, action, *args):
 
 
 @router.get("/review/{review_id}", summary="one review item with its evidence and audit log")
-def review_item(request: Request, review_id: int, who: Reviewer):
+def review_item(request: Request, review_id: ReviewId, who: Reviewer):
     with state_of(request).db.session() as session:
         item = session.get(ReviewItem, review_id)
         if item is None:
@@ -81,15 +81,15 @@ def review_item(request: Request, review_id: int, who: Reviewer):
 
 
 @router.post("/review/{review_id}/edit", summary="change the reply; the original is kept")
-def review_edit(request: Request, review_id: int, body: ReplyEdit, who: Reviewer):
+def review_edit(request: Request, review_id: ReviewId, body: ReplyEdit, who: Reviewer):
     return _review_action(request, review.edit, review_id, who.name, body.text, who.role)
 
 
 @router.post("/review/{review_id}/approve", summary="approve the reply (optionally with a final edit)")
-def review_approve(request: Request, review_id: int, who: Reviewer, body: Approval | None = None):
+def review_approve(request: Request, review_id: ReviewId, who: Reviewer, body: Approval | None = None):
     return _review_action(request, review.approve, review_id, who.name, body.text if body else None, who.role)
 
 
 @router.post("/review/{review_id}/reject", summary="reject the reply with a reason")
-def review_reject(request: Request, review_id: int, body: Rejection, who: Reviewer):
+def review_reject(request: Request, review_id: ReviewId, body: Rejection, who: Reviewer):
     return _review_action(request, review.reject, review_id, who.name, body.reason, who.role)

@@ -31,6 +31,8 @@ class ServerSettings(BaseModel):
                                                         "(its worker died) is taken over by another worker")
     cookie_secure: bool = Field(False, description="mark the reviewer cookie Secure (serve over HTTPS)")
     pipeline: dict = Field(default_factory=dict, description="settings passed to default_pipeline/default_parser")
+    fake_pipeline: bool = Field(False, description="serve the fake pipeline (server/fake.py) instead of the "
+                                                   "models: for load testing only")
 
     @field_validator("cors_origins")
     @classmethod

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from rebuttal.server import review
 from rebuttal.server.auth import Caller, verify_key
 from rebuttal.server.db import ResultRow, ReviewItem
+from rebuttal.server.state import MAX_DB_INT, ReviewId
 from rebuttal.types import HateType
 
 router = APIRouter(include_in_schema=False)
@@ -113,7 +114,7 @@ def queue_page(request: Request, status: str = "pending", category: str = "", of
     who, key = signed_in
     status = status if status in review.STATUSES or status == "all" else "pending"
     category = category if category in HateType.__members__ else ""
-    offset = max(0, offset)
+    offset = min(max(0, offset), MAX_DB_INT)
     with request.app.state.rebuttal.db.session() as session:
         page = review.list_queue(session, None if status == "all" else status, category or None, 50, offset)
         rows = [review.item_view(item, result) for item, result in page.items]
@@ -126,7 +127,7 @@ def queue_page(request: Request, status: str = "pending", category: str = "", of
 
 
 @router.get("/review/items/{review_id}")
-def item_page(request: Request, review_id: int, notice: str = ""):
+def item_page(request: Request, review_id: ReviewId, notice: str = ""):
     signed_in = _reviewer(request)
     if not isinstance(signed_in, tuple):
         return signed_in
@@ -142,7 +143,7 @@ def item_page(request: Request, review_id: int, notice: str = ""):
 
 
 @router.post("/review/items/{review_id}")
-async def item_action(request: Request, review_id: int):
+async def item_action(request: Request, review_id: ReviewId):
     signed_in = _reviewer(request)
     if not isinstance(signed_in, tuple):
         return signed_in
