@@ -167,7 +167,7 @@ def test_a_draft_below_the_cut_keeps_its_text_and_is_flagged():
 
     reply = {"claim": "the claim", "reply": "Immigrants are people, and everyone deserves respect."}
     model = ScriptedChatModel([analysis("nonfactual", query=None), reply])
-    fire = FirePipeline(model, None, ListSearcher(), settings_for(("no-memory",)), encoder=WordEncoder(),
+    fire = FirePipeline(model, None, ListSearcher(), settings_for(("no-memory",), blocks=False), encoder=WordEncoder(),
                         draft_score=word_score("census"))
     result = fire.respond("Immigrants are disgusting")
     assert result.reply.text == reply["reply"] and result.reply.drafts == 1  # no redraft for the score

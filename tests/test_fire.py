@@ -90,6 +90,7 @@ def analysis(category, hateful=True, query="immigrant crime statistics", overrid
 
 
 def pipeline(model, memory, searcher=None, encoder=SameVector(), gate=None, **overrides):
+    overrides.setdefault("blocks", False)  # these tests follow the model's draft; test_fire_blocks.py the blocks
     return FirePipeline(model, memory, searcher if searcher is not None else ListSearcher(), settings_for(**overrides),
                         encoder=encoder, gate=gate)
 
@@ -308,7 +309,7 @@ def test_batch_records_errors_and_resumes(memory, tmp_path, monkeypatch):
 
     def fake_build(system, **kwargs):
         return FirePipeline(ScriptedChatModel(handler=lambda m, s: replies[0] if s["title"] == "AnalystOutput" else replies[1]),
-                            memory, ListSearcher(), encoder=SameVector())
+                            memory, ListSearcher(), settings_for(blocks=False), encoder=SameVector())
 
     monkeypatch.setattr("rebuttal.fire.batch.build_system", fake_build)
     summary = run_fire_batch(source, out, progress=False)
@@ -489,7 +490,7 @@ class FixedCategoryModel:
 def test_an_unsure_category_gets_the_neutral_move(memory, confidence, move):
     reply = {"claim": "the claim", "reply": "People in any group differ from one another in every way."}
     model = ScriptedChatModel([analysis("stereotype", query=None), reply])
-    fire = FirePipeline(model, memory, ListSearcher(), settings_for(), encoder=SameVector(),
+    fire = FirePipeline(model, memory, ListSearcher(), settings_for(blocks=False), encoder=SameVector(),
                         category_model=FixedCategoryModel(confidence))
     result = fire.respond("Immigrants are always bad")
     assert result.analysis.category == HateType.stereotype and result.status == "ok"

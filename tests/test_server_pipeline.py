@@ -35,7 +35,8 @@ def scripted(hateful: bool = True) -> ScriptedChatModel:
 def fire_services(model: ScriptedChatModel) -> PipelineServices:
     from rebuttal.fire import FirePipeline, settings_for
 
-    pipeline = FirePipeline(model, None, ListSearcher(), settings_for(["no-memory"]), encoder=SameVectorEncoder())
+    pipeline = FirePipeline(model, None, ListSearcher(), settings_for(["no-memory"], blocks=False),
+                           encoder=SameVectorEncoder())
     return PipelineServices(fire=pipeline, model=model)
 
 

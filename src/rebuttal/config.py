@@ -27,6 +27,8 @@ read when asked for, not at import, so tests can set variables with `monkeypatch
     REBUTTAL_GATE_MODEL   hate gate (.npz from `rebuttal learned train-gate`; default: shipped)
     REBUTTAL_DRAFT_SCORE_MODEL  FIRE draft score (.npz from `rebuttal learned train-draft-score`;
                           default: shipped)
+    REBUTTAL_BLOCKS       FIRE's reply blocks: comma-separated JSON-lines files that replace the
+                          shipped library (fire/data/BLOCKS.md; default: shipped)
     REBUTTAL_RAY_ADDRESS  Ray cluster `rebuttal run --engine ray` joins (default: Ray's own
                           RAY_ADDRESS, else a local instance is started)
     REBUTTAL_RAY_CPUS     CPUs a local Ray instance may use (default: all of the machine's)
@@ -53,6 +55,7 @@ REDIS_URL = "REBUTTAL_REDIS_URL"
 CATEGORY_MODEL = "REBUTTAL_CATEGORY_MODEL"
 GATE_MODEL = "REBUTTAL_GATE_MODEL"
 DRAFT_SCORE_MODEL = "REBUTTAL_DRAFT_SCORE_MODEL"
+BLOCKS = "REBUTTAL_BLOCKS"
 RAY_ADDRESS = "REBUTTAL_RAY_ADDRESS"
 RAY_CPUS = "REBUTTAL_RAY_CPUS"
 SERVER_NUMBERS = {  # environment variable -> ServerSettings field

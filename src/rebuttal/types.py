@@ -158,6 +158,15 @@ class CheckResult(BaseModel):
     detail: str = ""
 
 
+class Candidate(BaseModel):
+    """A reply FIRE considered: the kept one and the others, for a reviewer one click away."""
+
+    text: str
+    origin: Literal["blocks", "free"]  # composed from vetted blocks, or written by the model
+    passed: bool  # every check passed
+    note: str = ""  # which blocks, or which checks failed
+
+
 class Reply(BaseModel):
     """Output of FIRE's Counterspeech Generator (CARE phase)."""
 
@@ -167,6 +176,10 @@ class Reply(BaseModel):
     checks: list[CheckResult] = Field(default_factory=list)  # of the kept draft
     drafts: int = 1  # drafts written before this one was kept
     adapted_from: str | None = None  # memory record whose human reply this adapts
+    origin: Literal["blocks", "free"] = "free"
+    block_ids: list[str] = Field(default_factory=list)  # the vetted blocks a composed reply is made of
+    chosen_because: str = ""
+    candidates: list[Candidate] = Field(default_factory=list)  # every reply considered, the kept one first
 
 
 class MemoryView(BaseModel):
@@ -208,6 +221,29 @@ class SparTuple(BaseModel):
     group: str | None = None
 
 
+class RoleView(BaseModel):
+    """One role agent's view of a tuple under review (`spar-tagger+audit`)."""
+
+    role: str
+    holds: bool | None = Field(None, description="does the tuple hold from this role's perspective; "
+                                                 "None: the role gave no verdict on it")
+    label: int | None = Field(None, ge=0, le=1, description="the role's own label (1 = hateful)")
+    group: str | None = None
+    why: str = ""
+
+
+class TupleReview(BaseModel):
+    """What the auditor did with one tuple under review, and why (`spar-tagger+audit`)."""
+
+    source: Literal["tagger", "roles"] = Field("tagger", description="the tagger's tuple, or one the roles "
+                                                                      "added (an exact substring of the post)")
+    proposed: SparTuple
+    views: list[RoleView] = Field(default_factory=list)
+    decision: Literal["kept", "relabelled", "dropped", "added"]
+    final: SparTuple | None = Field(None, description="the tuple in the output; None when dropped")
+    reason: str = Field("", description="the auditor's reason, from the roles' votes")
+
+
 class SparResult(BaseModel):
     id: str | None = None
     text: str
@@ -217,6 +253,8 @@ class SparResult(BaseModel):
     status: ResultStatus = "ok"
     message: str | None = None
     tuples: list[SparTuple] = Field(default_factory=list)
+    reviews: list[TupleReview] = Field(default_factory=list, description="spar-tagger+audit: per tuple, "
+                                       "the roles' views and the auditor's decision")
     llm_calls: int = 0
     trace: Trace = Field(default_factory=Trace)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from rebuttal.config import CATEGORY_MODEL, DRAFT_SCORE_MODEL, GATE_MODEL, env
+from rebuttal.config import BLOCKS, CATEGORY_MODEL, DRAFT_SCORE_MODEL, GATE_MODEL, env, env_list
 from rebuttal.fire.baselines import BASELINES, Baseline
 from rebuttal.fire.pipeline import FirePipeline, settings_for
 from rebuttal.llm import ChatModel, ModelSettings, load_model
@@ -62,7 +62,8 @@ def build_system(
     encoder, category_model, gate, draft_score = _learned(env(CATEGORY_MODEL), env(GATE_MODEL), env(DRAFT_SCORE_MODEL))
     category_memory = _memory(None) if category_model.uses_memory and memory is not None else None
     return FirePipeline(model, memory, searcher, settings, encoder=encoder, category_model=category_model,
-                        gate=gate, category_memory=category_memory, draft_score=draft_score)
+                        gate=gate, category_memory=category_memory, draft_score=draft_score,
+                        block_paths=env_list(BLOCKS) or None)
 
 
 @lru_cache(maxsize=2)

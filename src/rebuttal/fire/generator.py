@@ -265,10 +265,6 @@ class Generator:
                         self.model, post, named_target(analysis.target_group), best.text, rival.text, trace):
                     best = rival
         checks = [*best.checks, *self.judge.review(best.text, post)]
-        for failed in failures(checks):
-            trace.flag(f"draft_{failed.name}")
-        if self.judge.encoder is None:
-            trace.flag("draft_relevance_unchecked")
         return Reply(text=best.text, strategy=analysis.category.strategy,
                      cited_evidence_ids=self._cited(best.text, evidence, step),
                      checks=checks, drafts=len(drafts), adapted_from=adapt.id if adapt else None)

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
+from rebuttal.fire.blocks import BlockLibrary
+from rebuttal.fire.candidates import ReplyChoice
+from rebuttal.fire.checks import failures
 from rebuttal.fire.coherence import flag_reasoning
 from rebuttal.fire.generator import Generator
 from rebuttal.fire.prompting import Exemplar
+from rebuttal.fire.retrieval import EvidenceRetriever
 from rebuttal.fire.slurs import slur_used
 from rebuttal.llm import ChatModel, LLMError
 from rebuttal.types import (
-    Analysis, EvidenceItem, FireResult, HateType, InputError, SourceTier, Trace, TraceStep, check_post,
+    Analysis, FireResult, HateType, InputError, Trace, check_post,
 )
 
 
@@ -66,6 +68,12 @@ class FireSettings:
     # harmful 10 of 28 against 4, usable 4 against 7 (benchmarks/results/fire_slurs.md). The slur
     # check flags an echoed slur instead.
     name_the_people: bool = False
+    # Replies composed from the vetted block library (fire/data/blocks-*.jsonl, fire/candidates.py):
+    # a block written for the target group whose match reaches `block_min_score` is kept without a
+    # model draft; below it the model drafts, and the blocks stand in for a draft that fails a
+    # severe check. Chosen on graded dev posts (benchmarks/results/fire_blocks.md).
+    blocks: bool = True
+    block_min_score: float = 0.55
 
     @property
     def system_name(self) -> str:
@@ -93,14 +101,18 @@ class FirePipeline:
     """`respond(text)` returns a review-ready FireResult; `analyze(text)` stops after HEAL.
 
     `encoder` (MiniLM) feeds the category model, the gate, the evidence fit, the draft
-    relevance check and the draft score; without it those are skipped and the result says so."""
+    relevance check, the draft score and the block match; without it those are skipped and the
+    result says so. `block_paths`: block files that replace the shipped library."""
 
     def __init__(self, model: ChatModel, memory=None, searcher=None, settings: FireSettings | None = None,
-                 *, encoder=None, category_model=None, gate=None, category_memory=None, draft_score=None):
+                 *, encoder=None, category_model=None, gate=None, category_memory=None, draft_score=None,
+                 block_paths: Sequence[str] | None = None):
         self.model = model
         self.settings = settings or FireSettings()
         self.memory = memory if self.settings.use_memory else None
         self.searcher = searcher if self.settings.use_evidence else None
+        self.retriever = EvidenceRetriever(self.searcher, encoder, self.settings.evidence_k,
+                                           self.settings.evidence_min_similarity)
         if category_model is not None and category_model.uses_memory and self.memory is None:
             category_model = None  # trained on the memory's scores: without a memory it cannot run
         self.encoder = encoder
@@ -112,6 +124,8 @@ class FirePipeline:
         self.generator = Generator(model, self.settings.reply_max_tokens, encoder, self.settings.max_regenerations,
                                    self.settings.compare_drafts, draft_score, self.settings.reply_form,
                                    self.settings.name_the_people)
+        library = BlockLibrary.load(encoder, block_paths) if self.settings.blocks and encoder is not None else None
+        self.choice = ReplyChoice(library, self.generator.judge, self.settings.block_min_score)
 
     # ------------------------------------------------------------------ public API
 
@@ -128,6 +142,8 @@ class FirePipeline:
             self.assessor.gate.warm_up()
         if self.generator.judge.draft_score is not None:
             self.generator.judge.draft_score.warm_up()
+        if self.choice.library is not None:
+            self.choice.library.warm_up()
 
     def predict(self, texts: Sequence[object]) -> list[FireResult]:
         """One result per text, in order (the llama.cpp backend runs one at a time anyway)."""
@@ -152,8 +168,9 @@ class FirePipeline:
         if stored.reply is None or stored.analysis is None:
             return stored
         result = stored.model_copy(deep=True)
-        result.trace.steps = [s for s in result.trace.steps if s.stage != "generator"]
-        result.trace.flags = [f for f in result.trace.flags if not f.startswith("draft_") and f != "generator_failed"]
+        result.trace.steps = [s for s in result.trace.steps if s.stage not in ("generator", "blocks")]
+        result.trace.flags = [f for f in result.trace.flags
+                              if not f.startswith("draft_") and f not in ("generator_failed", "reply_from_weak_block")]
         result.status, result.message = "ok", None
         assessment = self.assessor.assess(result.text, Trace())  # under a second: its vector and category
         return _finished(result, lambda: self._reply(result, assessment, result.analysis))
@@ -183,18 +200,27 @@ class FirePipeline:
         if analysis.category in self.settings.evidence_for and analysis.search_query:
             # The post's own words help the lexical half of the search when the query is vague.
             query = f"{analysis.search_query} {result.text}"[:300]
-            result.evidence = self.retrieve(query, result.trace, assessment.vector)
+            result.evidence = self.retriever.retrieve(query, result.trace, assessment.vector)
         if reply:
             self._reply(result, assessment, analysis)
 
     def _reply(self, result: FireResult, assessment: Assessment, analysis: Analysis) -> None:
-        result.reply = self.generator.run(
-            result.text, analysis, result.evidence, result.trace,
-            adapt=self._adaptable(assessment, analysis.category), post_vector=assessment.vector,
-            # Below the ambiguity cut the category is right about half the time (analyst.md):
-            # too often to let a category-specific move shape the reply.
-            uncertain=assessment.uncertain and analysis.category == assessment.category,
-        )
+        def free_draft():
+            return self.generator.run(
+                result.text, analysis, result.evidence, result.trace,
+                adapt=self._adaptable(assessment, analysis.category), post_vector=assessment.vector,
+                # Below the ambiguity cut the category is right about half the time (analyst.md):
+                # too often to let a category-specific move shape the reply.
+                uncertain=assessment.uncertain and analysis.category == assessment.category,
+            )
+
+        result.reply, used = self.choice.choose(result.text, analysis, assessment.vector, result.trace, free_draft)
+        result.evidence += [item for item in used if item.id not in {e.id for e in result.evidence}]
+        if result.reply is not None:
+            for failed in failures(result.reply.checks):
+                result.trace.flag(f"draft_{failed.name}")
+            if self.encoder is None:
+                result.trace.flag("draft_relevance_unchecked")
 
     def _not_hateful(self, result: FireResult, assessment: Assessment) -> None:
         gate = assessment.gate
@@ -234,43 +260,6 @@ class FirePipeline:
                 if record.is_hateful and record.counterspeech:
                     return Exemplar.from_record(record)
         return None
-
-    def retrieve(self, query: str, trace: Trace, post_vector: np.ndarray | None = None) -> list[EvidenceItem]:
-        """Evidence for a factual claim, kept only when it is about the post. A failed search
-        degrades (no evidence, flagged) and never stops the reply: the generator then cites nothing."""
-        if self.searcher is None:
-            return []
-        from rebuttal.evidence import search_evidence
-
-        step = trace.add(TraceStep(stage="evidence", notes=[f"query: {query}"], attempts=0))
-        started = time.perf_counter()
-        try:
-            outcome = search_evidence(self.searcher, query, self.settings.evidence_k)
-            found = outcome.items
-            step.notes += outcome.notes
-            if outcome.degraded:
-                trace.flag("search_degraded")
-        except Exception as exc:  # noqa: BLE001 - SearchError or anything a custom searcher raises
-            found = []
-            step.notes.append(f"search failed: {type(exc).__name__}: {str(exc)[:200]}")
-            trace.flag("search_failed")
-        items = [item for item in found if item.tier != SourceTier.low][: self.settings.evidence_k]
-        items = self._fitting(items, post_vector, step)
-        # No fitting evidence is not a defect: the draft checks then refuse any number or source.
-        step.notes.append("evidence ids: " + (", ".join(item.id for item in items) or
-                                              "none fits the post; the reply may state no numbers or sources"))
-        step.latency_s = time.perf_counter() - started
-        return items
-
-    def _fitting(self, items: list[EvidenceItem], post_vector: np.ndarray | None, step: TraceStep) -> list[EvidenceItem]:
-        if not items or post_vector is None or self.encoder is None:
-            return items
-        similarity = self.encoder.encode([item.text for item in items]) @ post_vector
-        kept = [item for item, s in zip(items, similarity) if s >= self.settings.evidence_min_similarity]
-        dropped = [f"{item.id} ({s:.2f})" for item, s in zip(items, similarity) if s < self.settings.evidence_min_similarity]
-        if dropped:
-            step.notes.append("not about the post, dropped: " + ", ".join(dropped))
-        return kept
 
 
 def _finished(result: FireResult, stages: Callable[[], None]) -> FireResult:

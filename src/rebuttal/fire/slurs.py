@@ -62,6 +62,11 @@ def people_named(slur: str) -> str:
     return many if slur.lower().endswith("s") else one
 
 
+def people_plural(slur: str) -> str:
+    """The people `slur` names, always plural ("kike" -> "Jewish people", "retarded" -> "disabled people")."""
+    return next(many for stem, (_, many) in zip(STEMS, PEOPLE.values()) if stem.match(slur))
+
+
 def name_the_people(text: str) -> tuple[str, int]:
     """`text` with every slur (quoted or not) replaced by the people it names, and how many were."""
     count = 0

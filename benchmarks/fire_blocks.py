@@ -1,0 +1,124 @@
+"""Block-composed replies (fire/compose.py) on the graded dev posts, beside the free drafts FIRE
+wrote for them: how the block library's reply and the rule that picks between the two were
+chosen (issue 46). No LLM runs here: the replies are composed on the analyses (target group,
+category) stored by fire.py's and fire_heldout.py's runs, whose free drafts are graded already.
+
+    python benchmarks/fire_blocks.py sheet     # block replies not graded yet -> a blind sheet
+    python benchmarks/fire_blocks.py report    # benchmarks/results/fire_blocks.md
+
+Dev posts: silver dev round 1 (fire.py) and the first 180 of round 2's seeded shuffle
+(fire_heldout.py): both graded and read before, so dev.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fire_rows  # noqa: E402
+from fire_grading import GRADES, graded_by_item, load_grades, share_interval, write_sheet  # noqa: E402
+from provenance import header  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = {"fire-dev": fire_rows.SILVER / "dev.jsonl", "fire-heldout": fire_rows.SILVER / "dev_round2.jsonl"}
+HELDOUT_USED = 180
+OUT = ROOT / "runs" / "bench" / "fire-blocks"
+RESULTS = ROOT / "benchmarks" / "results" / "fire_blocks.md"
+REPLIES = GRADES / "fire-blocks-dev-replies.jsonl"
+SYSTEM = "fire-blocks"
+
+
+def dev_rows() -> dict[str, dict]:
+    """Stored FIRE rows (with their posts) of the dev posts whose analysis called them hateful."""
+    rows: dict[str, dict] = {}
+    for run, path in RUNS.items():
+        posts = {r["id"]: r["hate_speech"] for r in fire_rows.read_jsonl(path)}
+        kept = fire_rows.read_jsonl(fire_rows.ARCHIVE / run / "fire.jsonl")
+        if run == "fire-heldout":
+            import fire_heldout
+            used = {r["id"] for r in fire_heldout.sample(HELDOUT_USED)}
+            kept = [r for r in kept if r["id"] in used]
+        rows |= {r["id"]: {**r, "text": posts[r["id"]]} for r in kept
+                 if r.get("reply") and (r.get("analysis") or {}).get("is_hateful")}
+    return rows
+
+
+def composed_rows(rows: dict[str, dict]) -> dict[str, dict]:
+    from rebuttal.fire.blocks import BlockLibrary
+    from rebuttal.fire.compose import compose
+    from rebuttal.llm.embeddings import load_minilm
+    from rebuttal.types import HateType
+
+    library = BlockLibrary.load(load_minilm())
+    out = {}
+    for item, row in rows.items():
+        analysis = row["analysis"]
+        made = compose(library, row["text"], analysis["target_group"], HateType(analysis["category"]))
+        if made is not None:
+            out[item] = {"reply": {"text": made.text}, "status": "ok", "score": made.score,
+                         "answers": made.answers, "why": made.why(), "blocks": made.block_ids}
+    return out
+
+
+def sheet(args) -> None:
+    rows = dev_rows()
+    blocks = composed_rows(rows)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / "blind_sheet-independent.jsonl"
+    count = write_sheet([(SYSTEM, blocks)], {i: r["text"] for i, r in rows.items()}, "independent", path, REPLIES)
+    print(f"{count} replies without a grade -> {path}")
+
+
+def per_cut(blocks: dict[str, dict], free: dict[str, dict], grades: dict[str, dict]) -> list[str]:
+    """For each cut on the block reply's score: how many posts take the block reply, how many of
+    those are usable, and usable per post when the rest keep FIRE's free draft."""
+    block_grade, free_grade = graded_by_item(SYSTEM, blocks, grades), graded_by_item("fire", free, grades)
+    both = [i for i in blocks if i in block_grade and i in free_grade]
+    lines = ["| cut on block score | posts taking the block reply | usable of those (95% interval) "
+             "| harmful of those | usable per post, blocks above the cut + free drafts below |",
+             "|---|---|---|---|---|"]
+    for cut in (0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 1.01):
+        taken = [i for i in both if blocks[i]["score"] >= cut]
+        usable = sum(block_grade[i]["verdict"] == "usable" for i in taken)
+        harmful = sum(block_grade[i]["verdict"] == "harmful" for i in taken)
+        rest = sum(free_grade[i]["verdict"] == "usable" for i in both if i not in taken)
+        lines.append(f"| {cut:.2f} | {len(taken)} | {usable}{share_interval(usable, len(taken))} | {harmful} "
+                     f"| {usable + rest}/{len(both)} |")
+    return lines
+
+
+def report(args) -> None:
+    rows = dev_rows()
+    blocks = composed_rows(rows)
+    grades = load_grades("independent")
+    block_grade = graded_by_item(SYSTEM, blocks, grades)
+    verdicts = Counter(g["verdict"] for g in block_grade.values())
+    by_kind = Counter((blocks[i]["answers"], g["verdict"] == "usable") for i, g in block_grade.items())
+    lines = header("Block-composed replies on graded dev posts", split="silver dev round 1 (106) and the first 180 "
+                   "of round 2's seeded shuffle (fire_heldout.py): dev, graded before; FIRE-hateful posts with a "
+                   "stored reply", model="none for the block reply (composed on the stored analyses of "
+                   "qwen2.5-1.5b runs)", memory="shipped block library (fire/data/blocks-*.jsonl)")
+    lines += ["## Grades of the block replies", "",
+              f"{len(block_grade)} of {len(blocks)} block replies graded: " +
+              ", ".join(f"{v} {verdicts[v]}" for v in ("usable", "fixable", "unusable", "harmful")) + ".",
+              f"A block answers the claim (cosine >= compose.ANSWERS): {by_kind[(True, True)]} usable of "
+              f"{by_kind[(True, True)] + by_kind[(True, False)]}; the category's fallback: {by_kind[(False, True)]} of "
+              f"{by_kind[(False, True)] + by_kind[(False, False)]}.", "",
+              "## Which reply a post gets: block reply above a cut, FIRE's free draft below", "",
+              *per_cut(blocks, rows, grades), ""]
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["sheet", "report"])
+    args = parser.parse_args()
+    {"sheet": sheet, "report": report}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Candidates and a choice: a reply composed from vetted blocks, the model's free draft, and the
+rule that keeps one (issue 46).
+
+The block reply costs no model call, so it is made first; when a block written for the post's
+target group answers its claim closely enough (`ReplyChoice.min_score`, chosen on graded dev
+posts: benchmarks/results/fire_blocks.md) it is kept and the free draft is never written. Else
+the model drafts as before, and the block reply stands in when the draft fails a severe check or
+uses a slur. A slur never reaches a kept reply: without a block reply (a Chinese post) the
+draft's slurs are replaced by the people they name, and the result is flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rebuttal.fire.blocks import BlockLibrary
+from rebuttal.fire.checks import failures
+from rebuttal.fire.compose import Composed, compose
+from rebuttal.fire.generator import SEVERE, DraftJudge
+from rebuttal.fire.slurs import SLUR, name_the_people
+from rebuttal.learned.text import language
+from rebuttal.types import Analysis, Candidate, EvidenceItem, Reply, SourceTier, Trace, TraceStep
+
+
+def block_evidence(composed: Composed) -> list[EvidenceItem]:
+    """The sourced blocks of a composed reply as evidence items: the reply cites only these."""
+    return [EvidenceItem(id=m.block.id, text=m.block.render(composed.people), source=m.block.source.name,
+                         url=m.block.source.url, date=m.block.source.year, tier=SourceTier.institutional)
+            for m in composed.parts if m.block.source is not None]
+
+
+def candidate(reply: Reply) -> Candidate:
+    problems = failures(reply.checks)
+    note = (", ".join(reply.block_ids) if reply.origin == "blocks" else "")
+    if problems:
+        note = (note + "; " if note else "") + "failed " + ", ".join(r.name for r in problems)
+    return Candidate(text=reply.text, origin=reply.origin, passed=not problems, note=note)
+
+
+def severe(reply: Reply) -> bool:
+    return any(r.name in SEVERE or r.name == "slur" for r in failures(reply.checks))
+
+
+@dataclass
+class ReplyChoice:
+    """`min_score`: the block match (cosine + category bonus) from which a block reply written for
+    the target group is kept without asking the model."""
+
+    library: BlockLibrary | None  # None: blocks are off, or no encoder to match them
+    judge: DraftJudge
+    min_score: float
+
+    def block_reply(self, post: str, analysis: Analysis, post_vector: np.ndarray | None,
+                    trace: Trace) -> tuple[Reply, list[EvidenceItem], Composed] | None:
+        step = trace.add(TraceStep(stage="blocks", attempts=0))
+        composed = compose(self.library, post, analysis.target_group, analysis.category)
+        if composed is None:
+            step.notes.append(f"no block in the library for {analysis.target_group}")
+            return None
+        evidence = block_evidence(composed)
+        checks = self.judge.judge(composed.text, post, evidence, [], post_vector, False)
+        step.notes += [composed.why(), f"names the people: {composed.people}"]
+        reply = Reply(text=composed.text, strategy=analysis.category.strategy, checks=checks, drafts=0,
+                      origin="blocks", block_ids=composed.block_ids, cited_evidence_ids=[e.id for e in evidence])
+        return reply, evidence, composed
+
+    def choose(self, post: str, analysis: Analysis, post_vector: np.ndarray | None, trace: Trace,
+               free_draft: Callable[[], Reply | None]) -> tuple[Reply | None, list[EvidenceItem]]:
+        """The kept reply (its candidates and the reason inside) and the block evidence it uses."""
+        made = None
+        if self.library is not None and language(post) == "en":  # the library is English
+            made = self.block_reply(post, analysis, post_vector, trace)
+        if made is not None:
+            block, evidence, composed = made
+            if composed.answers and composed.score >= self.min_score and not failures(block.checks):
+                return _kept(block, [], f"a vetted block answers the claim (score {composed.score:.2f} >= "
+                                        f"{self.min_score:.2f}); no draft written"), evidence
+        free = free_draft()
+        slurred = free is not None and SLUR.search(free.text) is not None
+        if made is None:
+            if slurred:  # its failed slur check keeps it flagged; the slur itself goes
+                free.text = name_the_people(free.text)[0]
+                trace.flag("reply_slur_replaced")
+            return (_kept(free, [], "the model's draft (no block reply)") if free else None), []
+        if free is None or slurred or (severe(free) and not severe(block)):
+            why = ("the model's draft failed" if free is None else "the model's draft used a slur" if slurred
+                   else "the model's draft failed a severe check")
+            trace.flag("reply_from_weak_block")  # the block answers the claim less closely than the cut asks
+            return _kept(block, [free] if free else [], f"{why}; the closest vetted blocks stand in "
+                                                        f"(score {composed.score:.2f})"), evidence
+        return _kept(free, [block], f"no block answers the claim closely enough (best score "
+                                    f"{composed.score:.2f} < {self.min_score:.2f}): the model's draft"), []
+
+
+def _kept(reply: Reply, others: list[Reply], because: str) -> Reply:
+    reply.chosen_because = because
+    reply.candidates = [candidate(r) for r in (reply, *others)]
+    return reply

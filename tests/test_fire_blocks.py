@@ -1,0 +1,161 @@
+"""The vetted block library, replies composed from it, and the choice between them and the
+model's draft (fire/blocks.py, compose.py, candidates.py)."""
+
+import json
+import re
+
+import pytest
+from fakes import ScriptedChatModel, WordEncoder
+
+from rebuttal.fire import FirePipeline, settings_for
+from rebuttal.fire.blocks import BlockLibrary, read_blocks
+from rebuttal.fire.compose import UNNAMED, compose, people_and_group
+from rebuttal.fire.slurs import SLUR
+from rebuttal.types import HateType
+
+@pytest.fixture(scope="module")
+def shipped():
+    return read_blocks()
+
+
+def test_the_shipped_library_follows_its_card(shipped):
+    assert len(shipped) >= 150
+    for block in shipped:
+        assert len(block.text.split()) <= 45, block.id
+        assert not SLUR.search(block.text), block.id
+        assert ("{people}" in block.text.lower()) <= block.generic, block.id  # only generic blocks name {people}
+        assert (block.kind == "fact") <= (block.source is not None), block.id  # every fact has its source
+        assert not re.search(r"\b(?:the post|the author)\b", block.text, re.IGNORECASE), block.id
+        assert not re.search(r"\bis a choice\b|\bchoose (?:to be|their sexual)", block.text, re.IGNORECASE), block.id
+
+
+@pytest.mark.parametrize("category", list(HateType))
+def test_every_category_has_generic_blocks_so_any_group_gets_a_reply(shipped, category):
+    generic = [b for b in shipped if b.generic and category in b.categories]
+    assert len(generic) >= 2
+    for group in ("Muslims", "Jews", "Women", "LGBT+", "Immigrants", "People of color", "Disabled"):
+        assert any(category in b.categories and b.fits(group) and not b.generic for b in shipped) or generic
+
+
+def test_a_broken_line_names_its_file_and_line(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    good = {"id": "a", "kind": "norm", "categories": ["nonfactual"], "targets": ["any"], "answers": ["x"],
+            "text": "Everyone deserves respect."}
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "id": "b", "kind": "rumour"}) + "\n")
+    with pytest.raises(ValueError, match="mine.jsonl line 2"):
+        read_blocks([path])
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n")
+    with pytest.raises(ValueError, match="duplicate block ids"):
+        read_blocks([path])
+
+
+@pytest.mark.parametrize("group,post,people,label", [
+    ("People of color", "blacks are all the same", "Black people", "People of color"),
+    ("Immigrants", "send the refugees back", "refugees", "Immigrants"),
+    ("LGBT+", "trannies are sick", "trans people", "LGBT+"),
+    ("Others", "those kikes again", "Jewish people", "Jews"),
+    ("Men", "niggas are the cause of the crisis", "Black people", "People of color"),  # the analyst's catch-all
+    ("Muslims", "they will take over", "Muslims", "Muslims"),
+    ("Others", "they ruin everything", UNNAMED, "Others"),
+])
+def test_people_are_named_neutrally_from_the_group_and_the_posts_words(group, post, people, label):
+    assert people_and_group(group, post) == (people, label)
+
+
+LIBRARY = [
+    {"id": "fact-imm-crime", "kind": "fact", "categories": ["misinformation", "stereotype"], "targets": ["Immigrants"],
+     "answers": ["immigrants commit more crime", "migrants bring crime"],
+     "text": "Immigrants are not more likely to commit crime, a 2015 review by the National Academies found.",
+     "source": {"name": "National Academies", "year": "2015", "url": "https://www.nationalacademies.org/"}},
+    {"id": "norm-any-respect", "kind": "norm", "categories": ["misinformation", "stereotype", "nonfactual"],
+     "targets": ["any"], "answers": ["they are disgusting", "I hate them"],
+     "text": "{People} are our neighbours, and they deserve the same respect as anyone.", "fallback": True},
+    {"id": "norm-any-dignity", "kind": "norm", "categories": ["dehumanization"], "targets": ["any"],
+     "answers": ["they are vermin", "they are animals"],
+     "text": "Calling {people} vermin denies that they are human beings with the same dignity as anyone."},
+]
+
+
+@pytest.fixture
+def library(tmp_path):
+    path = tmp_path / "blocks.jsonl"
+    path.write_text("".join(json.dumps(b) + "\n" for b in LIBRARY))
+    return path
+
+
+def test_the_closest_block_answers_a_norm_that_answers_too_closes_and_a_fallback_stands_in(library):
+    blocks = BlockLibrary.load(WordEncoder(), [library])
+    made = compose(blocks, "Immigrants commit more crime than anyone.", "Immigrants", HateType.misinformation)
+    assert made.block_ids == ["fact-imm-crime"] and made.answers  # no norm answers this post
+    made = compose(blocks, "Immigrants commit more crime and they are disgusting", "Immigrants", HateType.misinformation)
+    assert made.block_ids == ["fact-imm-crime", "norm-any-respect"]
+    assert made.text.endswith("Immigrants are our neighbours, and they deserve the same respect as anyone.")
+    made = compose(blocks, "Muslims are vermin", "Muslims", HateType.dehumanization)
+    assert made.block_ids == ["norm-any-dignity"] and made.answers  # no block for Muslims: a generic one
+    assert made.text == "Calling Muslims vermin denies that they are human beings with the same dignity as anyone."
+    made = compose(blocks, "Women ruin every single office", "Women", HateType.nonfactual)
+    assert made.block_ids == ["norm-any-respect"] and not made.answers  # nothing answers: the fallback
+    assert "no block answers" in made.why()
+
+
+def analysis(category, target="Immigrants"):
+    return {"reasoning": "Because of the claim.", "target_group": target, "category": category,
+            "search_query": None, "override_reason": None}
+
+
+def fire(model, library, **settings):
+    from test_fire import ListSearcher
+
+    return FirePipeline(model, None, ListSearcher(items=[]), settings_for(["no-memory"], **settings),
+                        encoder=WordEncoder(), block_paths=[library])
+
+
+def test_a_close_block_is_kept_without_a_draft_and_cites_its_source(library):
+    model = ScriptedChatModel([analysis("misinformation")])
+    result = fire(model, library, block_min_score=0.3).respond("Immigrants commit more crime than anyone.")
+    assert len(model.calls) == 1  # the analyst only: no draft was written
+    reply = result.reply
+    assert result.status == "ok" and reply.origin == "blocks" and reply.block_ids[0] == "fact-imm-crime"
+    assert reply.cited_evidence_ids == ["fact-imm-crime"] and "fact-imm-crime" in [e.id for e in result.evidence]
+    assert "no draft written" in reply.chosen_because and [c.origin for c in reply.candidates] == ["blocks"]
+
+
+DRAFT = "Immigrants are not more likely to commit crime than anyone else; most of them work and pay taxes."
+
+
+def test_below_the_cut_the_models_draft_is_kept_and_the_block_reply_offered(library):
+    draft = {"claim": "the claim", "reply": DRAFT}
+    model = ScriptedChatModel([analysis("misinformation"), draft])
+    result = fire(model, library, block_min_score=1.5).respond("Immigrants commit more crime than anyone.")
+    assert result.reply.origin == "free" and result.reply.text == DRAFT and result.status == "ok"
+    assert [c.origin for c in result.reply.candidates] == ["free", "blocks"]
+    assert "fact-imm-crime" not in [e.id for e in result.evidence]  # the kept reply cites no block
+
+
+SLURS = ["niggers", "kikes", "spics", "chinks", "towelheads", "pakis", "faggots", "dykes", "trannies", "retards",
+         "bitches", "wetbacks", "ragheads", "gooks", "beaners", "coons", "libtards", "feminazis"]
+
+
+@pytest.mark.parametrize("slur", SLURS)
+def test_a_slur_in_the_post_never_reaches_the_reply(library, slur):
+    echo = {"claim": "the claim", "reply": f"Calling them {slur} is wrong, and {slur} deserve respect too."}
+    model = ScriptedChatModel([analysis("nonfactual", "Others")] + [echo] * 3)
+    result = fire(model, library, block_min_score=1.5).respond(f"All {slur} are disgusting and should leave.")
+    assert result.reply is not None and not SLUR.search(result.reply.text)
+    assert result.reply.origin == "blocks" and result.status == "flagged"
+    assert "reply_from_weak_block" in result.trace.flags
+    assert [c.origin for c in result.reply.candidates] == ["blocks", "free"]  # the draft stays reviewable
+
+
+def test_no_blocks_means_the_models_draft_as_before(library):
+    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": DRAFT}])
+    result = fire(model, library, blocks=False).respond("Immigrants commit more crime than anyone.")
+    assert result.reply.origin == "free" and [c.origin for c in result.reply.candidates] == ["free"]
+
+
+def test_without_blocks_a_drafted_slur_is_replaced_by_the_people_it_names(library):
+    echo = {"claim": "the claim", "reply": "Calling people kikes is wrong; kikes deserve respect like anyone."}
+    model = ScriptedChatModel([analysis("nonfactual", "Jews")] + [echo] * 3)
+    result = fire(model, library, blocks=False).respond("All kikes are disgusting and should leave.")
+    assert result.reply.text == "Calling people Jewish people is wrong; Jewish people deserve respect like anyone."
+    assert {"draft_slur", "reply_slur_replaced"} <= set(result.trace.flags) and result.status == "flagged"
