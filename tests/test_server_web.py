@@ -105,3 +105,31 @@ def test_reject_with_and_without_reason(page):
         assert (item.status, item.reject_reason, item.reviewer) == ("rejected", "misreads the post", "erin")
         assert [e.action for e in rq.audit_log(session, review_id)] == ["queued", "reject"]
     assert "Decided by erin: misreads the post" in client.get(f"/review/items/{review_id}").text
+
+
+class CandidateServices(FakeServices):
+    """A reply kept from two candidates, as FIRE's choice (fire/candidates.py) stores it."""
+
+    def respond(self, text, id=None):
+        from rebuttal.types import Candidate
+
+        result = super().respond(text, id)
+        result.reply.chosen_because = "a vetted block answers the claim (score 0.71 >= 0.55)"
+        result.reply.candidates = [Candidate(text=result.reply.text, origin="blocks", passed=True, note="fact-x"),
+                                   Candidate(text="The <b>model's</b> draft.", origin="free", passed=False,
+                                             note="failed restatement")]
+        return result
+
+
+def test_item_page_shows_why_the_reply_was_kept_and_the_other_candidates(tmp_path):
+    app = create_app(make_settings(tmp_path), services=CandidateServices())
+    key = create_key(app.state.rebuttal.db, "erin")
+    with TestClient(app, follow_redirects=False) as client:
+        review_id = client.post("/v1/respond", json={"text": "vaccine lies"}, headers={"X-API-Key": key}).json()["review_id"]
+        sign_in(client, key)
+        html = client.get(f"/review/items/{review_id}").text
+        item = client.get(f"/v1/review/{review_id}", headers={"X-API-Key": key}).json()
+    assert "Kept because: a vetted block answers the claim (score 0.71 &gt;= 0.55)" in html
+    assert "1 other candidate(s)" in html and "The &lt;b&gt;model&#39;s&lt;/b&gt; draft." in html
+    assert "failed restatement" in html
+    assert [c["origin"] for c in item["candidates"]] == ["blocks", "free"]

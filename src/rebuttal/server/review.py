@@ -185,6 +185,9 @@ def item_view(item: ReviewItem, result: ResultRow, audit: list[AuditEntry] | Non
         "cited_evidence_ids": (stored.get("reply") or {}).get("cited_evidence_ids") or [],
         "flags": (result.trace or {}).get("flags") or [],
         "checks": (stored.get("reply") or {}).get("checks") or [],
+        # the replies FIRE considered, the kept one first, and why it was kept (fire/candidates.py)
+        "candidates": (stored.get("reply") or {}).get("candidates") or [],
+        "chosen_because": (stored.get("reply") or {}).get("chosen_because") or "",
         "steps": (result.trace or {}).get("steps") or [],  # what each stage did, its notes included
     }
     if audit is not None:
