@@ -87,7 +87,7 @@ def test_the_closest_block_answers_a_norm_that_answers_too_closes_and_a_fallback
     blocks = BlockLibrary.load(WordEncoder(), [library])
     made = compose(blocks, "Immigrants commit more crime than anyone.", "Immigrants", HateType.misinformation)
     assert made.block_ids == ["fact-imm-crime"] and made.answers  # no norm answers this post
-    made = compose(blocks, "Immigrants commit more crime and they are disgusting", "Immigrants", HateType.misinformation)
+    made = compose(blocks, "Immigrants commit more crime. They are disgusting.", "Immigrants", HateType.misinformation)
     assert made.block_ids == ["fact-imm-crime", "norm-any-respect"]
     assert made.text.endswith("Immigrants are our neighbours, and they deserve the same respect as anyone.")
     made = compose(blocks, "Muslims are vermin", "Muslims", HateType.dehumanization)
@@ -159,3 +159,20 @@ def test_without_blocks_a_drafted_slur_is_replaced_by_the_people_it_names(librar
     result = fire(model, library, blocks=False).respond("All kikes are disgusting and should leave.")
     assert result.reply.text == "Calling people Jewish people is wrong; Jewish people deserve respect like anyone."
     assert {"draft_slur", "reply_slur_replaced"} <= set(result.trace.flags) and result.status == "flagged"
+
+
+def test_a_flagged_result_tells_the_reviewer_what_to_check(library, capsys):
+    from rebuttal.fire.advice import ADVICE
+    from rebuttal.fire.checks import CHECKS
+    from rebuttal.fire.commands import show_fire
+
+    assert all(f"draft_{name}" in ADVICE for name in (*CHECKS, "review_score", "review_fallback"))
+    echo = {"claim": "the claim", "reply": "Calling them kikes is wrong, and kikes deserve respect too."}
+    model = ScriptedChatModel([analysis("nonfactual", "Others")] + [echo] * 3)
+    result = fire(model, library, block_min_score=1.5).respond("All kikes are disgusting and should leave.")
+    show_fire(result)
+    out = capsys.readouterr().out
+    assert "before posting, check:" in out and result.trace.flags
+    for flag in result.trace.flags:
+        assert f"- {flag}: {ADVICE[flag]}" in out
+    assert "kept: the model's draft used a slur" in out

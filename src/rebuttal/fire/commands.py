@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from rebuttal.fire.advice import advice
 from rebuttal.fire.analyst import CategoryPolicy
 from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, settings_from_options
 
@@ -55,6 +56,12 @@ def show_fire(result) -> None:
         failed = [c.name for c in result.reply.checks if not c.passed]
         typer.echo(f"checks: {len(result.reply.checks) - len(failed)}/{len(result.reply.checks)} passed"
                    + (f"; failed: {', '.join(failed)}" if failed else ""))
+        if result.reply.chosen_because:
+            typer.echo(f"kept: {result.reply.chosen_because}")
+    if result.status == "flagged":
+        typer.secho("\nbefore posting, check:", bold=True)
+        for flag in result.trace.flags:
+            typer.echo(f"- {flag}: {advice(flag)}")
     if result.evidence:
         typer.secho("\nevidence:", bold=True)
         for number, item in enumerate(result.evidence, 1):
