@@ -246,18 +246,18 @@ def test_batch_resume_gold_input_and_traces(tmp_path):
 def test_parse_command_prints_tuples(monkeypatch):
     import typer
 
-    from rebuttal.spar import batch, commands
+    from rebuttal.spar import commands, systems
 
     parser, _ = parser_with(spar_handler())
-    monkeypatch.setattr(batch, "default_parser", lambda settings, **kw: parser)
+    monkeypatch.setattr(systems, "agents_parser", lambda settings, **kw: parser)
     app = typer.Typer()
     app.command()(commands.parse_command)
-    out = CliRunner().invoke(app, [POST, "--lang", "en"])
+    out = CliRunner().invoke(app, [POST, "--lang", "en", "--system", "spar"])  # the tagger is the default
     assert out.exit_code == 0, out.output
     assert "target='republican' | argument='Keep them dumb' | hateful" in out.output
-    as_json = CliRunner().invoke(app, [POST, "--lang", "en", "--json"])
+    as_json = CliRunner().invoke(app, [POST, "--lang", "en", "--json", "--system", "spar"])
     assert json.loads(as_json.output)["llm_calls"] == 7
-    bad = CliRunner().invoke(app, ["", "--lang", "en"])
+    bad = CliRunner().invoke(app, ["", "--lang", "en", "--system", "spar"])
     assert bad.exit_code == 1 and "empty" in bad.output
 
 

@@ -3,7 +3,8 @@
     import rebuttal
     result = rebuttal.respond("...")        # FIRE: analysis, evidence and a reviewed-ready reply
     result = rebuttal.analyze("...")        # FIRE's analyst only
-    result = rebuttal.parse("...", lang="en")  # SPAR-Hate tuples
+    result = rebuttal.parse("...", lang="en")  # SPAR-Hate tuples (the trained span tagger, no LLM call)
+    result = rebuttal.parse("...", lang="en", system="spar-tagger+audit")  # + the role agents' review
 """
 
 from __future__ import annotations
@@ -41,15 +42,18 @@ def respond(text: str, **settings):
     return default_pipeline(model, **rest).respond(text)
 
 
-def parse(text: str, lang: str = "en", track: str | None = None, **settings):
-    """Structured hate parsing (SPAR-Hate) of one post. `settings`: the model keys and
+def parse(text: str, lang: str = "en", track: str | None = None, system: str = "spar-tagger", **settings):
+    """Structured hate parsing (SPAR-Hate) of one post. `system`: spar-tagger (the trained tagger,
+    no LLM call; the default), spar-tagger+audit (the role agents review each tagger tuple: the
+    result's `reviews`), spar (the role agents), spar+tagger or spar-0shot. `settings`: the model
+    keys (for spar-tagger, `model` may name a tagger folder) and, for the agent systems,
     SparSettings fields."""
     model, rest = _split(dict(settings))
-    return _parser(model, **rest).parse(text, lang=lang, track=track)
+    return _parser(model, system=system, **rest).parse(text, lang=lang, track=track)
 
 
 @lru_cache(maxsize=2)
 def _parser(model_settings, **settings):
     from rebuttal.spar import default_parser
 
-    return default_parser(model_settings, **settings)  # the model loads once, on first use
+    return default_parser(model_settings, **settings)  # the model or tagger loads once, on first use

@@ -1,5 +1,5 @@
-"""`rebuttal run --system spar|spar-0shot|spar-tagger`: resumable batch parsing of a JSONL or gold
-file, on this machine (`engine="local"`) or on Ray Data (`engine="ray"`)."""
+"""`rebuttal run --system spar-tagger|spar|spar-0shot|spar+tagger|spar-tagger+audit`: resumable
+batch parsing of a JSONL or gold file, on this machine (`engine="local"`) or on Ray Data (`engine="ray"`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from rebuttal.data.engines import run_rows
 from rebuttal.data.batch import BatchItem, BatchSummary, items_from_rows, read_rows
 from rebuttal.data.gold import is_state_toxicn_row, is_tbo_row
 from rebuttal.llm import ModelSettings
-from rebuttal.spar.pipeline import SparParser, default_parser
-from rebuttal.spar.settings import SYSTEMS
+from rebuttal.spar.pipeline import SparParser
+from rebuttal.spar.settings import DEFAULT_SYSTEM, SYSTEMS
+from rebuttal.spar.systems import default_parser
 from rebuttal.spar.traces import export_traces, teacher_rows
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -34,15 +35,6 @@ def item_lang(item: BatchItem, lang: str | None) -> str:
     return "zh" if isinstance(item.text, str) and _CJK.search(item.text) else "en"
 
 
-def tagger_parser(model_settings: ModelSettings | None):
-    """`spar-tagger`: taggers from the `--model` folder when it is one (a tagger, or one folder
-    per track), else from the default folder `rebuttal spar train` writes to."""
-    from rebuttal.spar.tagger.parser import TaggerParser
-
-    folder = model_settings.model if model_settings is not None else None
-    return TaggerParser(folder if folder and Path(folder).is_dir() else None)
-
-
 @dataclass
 class SparWork:
     """What one runner (this process, or each Ray actor) needs to parse a row: picklable
@@ -50,7 +42,7 @@ class SparWork:
     `parser` serves local runs only (a SparParser holds a lock and does not pickle); on Ray each
     actor builds its own from the settings."""
 
-    system: str = "spar"
+    system: str = DEFAULT_SYSTEM
     lang: str | None = None
     track: str | None = None
     model_settings: ModelSettings | None = None
@@ -63,13 +55,7 @@ class SparWork:
     def build_parser(self):
         if self.parser is not None:
             return self.parser
-        if self.system == "spar-tagger":
-            return tagger_parser(self.model_settings)
-        parser = default_parser(self.model_settings, zero_shot=self.system == "spar-0shot",
-                                lexicon_path=self.lexicon, **self.settings)
-        if self.system == "spar+tagger":
-            parser.tagger = tagger_parser(None)  # --model names the chat model here
-        return parser
+        return default_parser(self.model_settings, system=self.system, lexicon=self.lexicon, **self.settings)
 
     def __call__(self):
         parser = self.build_parser()
@@ -91,7 +77,7 @@ def run_spar_batch(
     input_path: str | Path,
     output_path: str | Path,
     *,
-    system: str = "spar",
+    system: str = DEFAULT_SYSTEM,
     lang: str | None = None,
     track: str | None = None,
     model_settings: ModelSettings | None = None,

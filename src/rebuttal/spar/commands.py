@@ -1,4 +1,5 @@
-"""`rebuttal parse TEXT --lang en|zh [--track ...]` (a plain typer function; the CLI mounts it)."""
+"""`rebuttal parse TEXT --lang en|zh [--track ...] [--system ...] [--explain]` (a plain typer function;
+the CLI mounts it), and `rebuttal spar train|ensemble`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rebuttal.llm.options import BackendOpt, BaseUrlOpt, ModelOpt, ThreadsOpt, s
 from rebuttal.llm.registry import DEFAULT_MODEL, ModelRegistryError, gguf_file
 from rebuttal.spar.lexicon import LexiconError
 from rebuttal.spar.batch import SparWork
-from rebuttal.spar.settings import SYSTEMS
+from rebuttal.spar.settings import DEFAULT_SYSTEM, SYSTEMS
 from rebuttal.data.vocab import Track
 from rebuttal.types import SparResult
 
@@ -31,11 +32,40 @@ def render(result: SparResult) -> str:
         group = f" | group={t.group}" if t.group else ""
         lines.append(f"{number}. target={t.target!r} | argument={t.argument!r} | "
                      f"{'hateful' if t.label else 'not hateful'}{group}")
+    lines += review_lines(result)
     for step in result.trace.steps:
         lines.append(f"  [{step.stage}] {step.prompt_version or '-'}: " + "; ".join(step.notes))
     for flag in result.trace.flags:
         lines.append(f"  flag: {flag}")
     return "\n".join(lines)
+
+
+def _label(label: int | None) -> str:
+    return {1: "hateful", 0: "not hateful"}.get(label, "no label")
+
+
+def review_lines(result: SparResult) -> list[str]:
+    """spar-tagger+audit: each reviewed tuple, the roles' views and the auditor's decision."""
+    lines = ["review (the role agents' views, the auditor's decision):"] if result.reviews else []
+    for number, r in enumerate(result.reviews, 1):
+        t = r.proposed
+        lines.append(f"  {number}. {r.source}: target={t.target!r} | argument={t.argument!r} | {_label(t.label)}"
+                     + (f" | group={t.group}" if t.group else "") + f" -> {r.decision.upper()}")
+        for v in r.views:
+            holds = {True: "holds", False: "does not hold", None: "no verdict"}[v.holds]
+            label = f", {_label(v.label)}" if v.label is not None else ""
+            lines.append(f"     {v.role}: {holds}{label}" + (f", group={v.group}" if v.group else "")
+                         + (f": {v.why}" if v.why else ""))
+        lines.append(f"     auditor: {r.reason}")
+    return lines
+
+
+def _system(system: SparSystem, explain: bool) -> str:
+    if not explain or system.value == "spar-tagger+audit":
+        return system.value
+    if system.value != "spar-tagger":
+        raise ValueError(f"--explain reviews the tagger's tuples (spar-tagger+audit); it does not go with --system {system.value}")
+    return "spar-tagger+audit"
 
 
 def parse_command(
@@ -48,14 +78,22 @@ def parse_command(
     base_url: BaseUrlOpt = None,
     threads: ThreadsOpt = None,
     lexicon: Annotated[Path | None, typer.Option("--lexicon", help="STATE-ToxiCN-format lexicon JSON (zh hints).")] = None,
-    system: Annotated[SparSystem, typer.Option("--system", help="spar: the role agents (default); spar-tagger: the "
-                                               "trained tagger alone, no LLM call (the shipped taggers, or --model "
-                                               "a tagger folder); spar+tagger; spar-0shot")] = SparSystem.spar,
+    system: Annotated[SparSystem, typer.Option("--system", help="spar-tagger: the trained tagger alone, no LLM "
+                                               "call (default; the shipped taggers, or --model a tagger folder); "
+                                               "spar-tagger+audit: the role agents review each tagger tuple and the "
+                                               "auditor keeps, relabels or drops it (= --explain); spar: the role "
+                                               "agents; spar+tagger; spar-0shot")] = SparSystem(DEFAULT_SYSTEM),
+    explain: Annotated[bool, typer.Option("--explain", help="Have the role agents review the tagger's tuples and "
+                                          "show their views and the auditor's decisions (spar-tagger+audit; "
+                                          "~3 LLM calls a post).")] = False,
 ) -> None:
     """Parse one post into (target, argument, hateful[, group]) tuples with SPAR-Hate."""
     try:
+        chosen = _system(system, explain)
+        if lexicon is not None and chosen == "spar-tagger":
+            typer.echo("note: --lexicon is read by the role agents; the tagger has its own lexicon feature", err=True)
         settings = settings_from_options(backend, model, base_url, threads)
-        parser = SparWork(system=system.value, model_settings=settings, lexicon=lexicon).build_parser()
+        parser = SparWork(system=chosen, model_settings=settings, lexicon=lexicon).build_parser()
         result = parser.parse(text, lang=lang, track=track)
     except (LexiconError, MissingBackend, ModelRegistryError, LLMError, ValueError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rebuttal.llm import ChatModel, LLMError, ModelSettings, load_model
+from rebuttal.llm import ChatModel, LLMError
 from rebuttal.spar.arbiter import arbitrate
 from rebuttal.spar.auditor import UnitAudit, audit_unit, cluster_tuple, confidence, fallback_tuple, select
 from rebuttal.spar.baseline import zero_shot
@@ -229,10 +229,3 @@ def raw_tuple(c: Candidate, track: str) -> SparTuple:
     """A role's tuple as written (the no-auditor ablation: no quality, no tightening)."""
     group = (normalize_group(c.group) if c.label else NON_HATE) if Track(track).has_group else None
     return SparTuple(target=output_target(c.target), argument=c.argument.strip(), label=c.label, group=group)
-
-
-def default_parser(model_settings: ModelSettings | None = None, **settings) -> SparParser:
-    """A parser on the configured model (the embedded default unless `model_settings` says
-    otherwise), loaded on first use. Keyword arguments are SparSettings fields."""
-    model_settings = model_settings or ModelSettings()
-    return SparParser(lambda: load_model(model_settings), SparSettings(**settings))

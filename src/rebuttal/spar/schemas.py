@@ -48,5 +48,35 @@ class ArbiterDecision(BaseModel):
     rationale: str = ""
 
 
+class TupleVerdict(BaseModel):
+    number: int = Field(description="the number of the tagger tuple")
+    holds: bool = Field(description="true if the tuple holds from your role's perspective")
+    harmful: int = Field(description="your own label: 1 harmful/hateful, 0 not")
+    why: str = Field(default="", description="one line, under 30 words")
+
+    @field_validator("harmful", mode="before")
+    @classmethod
+    def _label(cls, value: object) -> int:
+        return parse_label(value)
+
+
+class TupleVerdictQuad(TupleVerdict):
+    group: str = Field(default="", description="Racism, Region, LGBTQ, Sexism, others or non-hate")
+
+
+class ReviewOutput(BaseModel):
+    verdicts: list[TupleVerdict] = Field(min_length=1)
+    missed: list[RoleTuple] = Field(default_factory=list, description="tuples the tagger missed (exact spans)")
+
+
+class ReviewOutputQuad(BaseModel):
+    verdicts: list[TupleVerdictQuad] = Field(min_length=1)
+    missed: list[RoleTupleQuad] = Field(default_factory=list, description="tuples the tagger missed (exact spans)")
+
+
 def role_schema(track: str) -> type[BaseModel]:
     return RoleOutputQuad if Track(track).has_group else RoleOutput
+
+
+def review_schema(track: str) -> type[BaseModel]:
+    return ReviewOutputQuad if Track(track).has_group else ReviewOutput

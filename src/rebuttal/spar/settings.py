@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROLES = ("victim", "moderator", "bystander")
-# The full pipeline, the 0-shot baseline, the trained tagger alone, the pipeline with the tagger as a fourth role.
-SYSTEMS = ("spar", "spar-0shot", "spar-tagger", "spar+tagger")
+# The full pipeline, the 0-shot baseline, the trained tagger alone, the pipeline with the tagger as a
+# fourth role, the tagger's tuples reviewed by the roles and kept, relabelled or dropped by the auditor.
+SYSTEMS = ("spar", "spar-0shot", "spar-tagger", "spar+tagger", "spar-tagger+audit")
+DEFAULT_SYSTEM = "spar-tagger"  # what `rebuttal parse`, `rebuttal.parse` and `default_parser` use
 
 
 @dataclass
@@ -67,6 +69,12 @@ class SparSettings:
     max_tokens_role: int = 256
     max_tokens_arbiter: int = 192
     max_tokens_zero_shot: int = 384
+    max_tokens_review: int = 384
+    # The tagger audit (spar-tagger+audit), ours: a tagger tuple is dropped or relabelled, and a
+    # tuple the roles name as missed is added, only on this many role votes and a majority of the
+    # roles that answered; at most `audit_max_added` added tuples per post.
+    audit_min_votes: int = 2
+    audit_max_added: int = 2
     lexicon_path: Path | None = None
 
     def __post_init__(self) -> None:
