@@ -230,6 +230,61 @@ def test_dev_split_on_the_shared_files(shared_data):
         assert not {p.id for p in dev} & ({p.id for p in train} | {p.id for p in val})
 
 
+def shipped_dev_posts(shared_data, track):
+    """The shipped tagger's own held-out dev posts, carved from the shared train file as its
+    config.json says (the ids must match)."""
+    from rebuttal.data.gold import load_gold
+    from rebuttal.spar.tagger.parser import PACKAGED, tagger_folder
+
+    split = json.loads((tagger_folder(PACKAGED, track) / "config.json").read_text(encoding="utf-8"))["split"]
+    gold = shared_data / ("tbo/train.jsonl" if track == "en-main" else "state-toxicn/train.json")
+    _, _, dev = L.carve(load_gold(gold), split["seed"], split["dev"], split["val"])
+    assert [p.id for p in dev] == split["dev_ids"]
+    return dev
+
+
+def assert_grounded(parser, posts, track):
+    """The tagger's own spans, before `ground_tuples` could repair any: slices of the post as
+    `TaggerParser` hands it over (check_post strips its edges)."""
+    from rebuttal.types import check_post
+
+    texts = [check_post(p.text) for p in posts]
+    for post, text, tuples in zip(posts, texts, parser.tagger(track).predict(texts)):
+        for t in tuples:
+            assert t.argument and t.argument in text, (post.id, t)
+            assert t.target == "NULL" or (t.target and t.target in text), (post.id, t)
+
+
+@pytest.mark.data
+def test_every_shipped_english_tuple_is_a_substring_over_the_dev_split(shared_data):
+    """All 300 TBO dev posts through the shipped en-main tagger (seconds): every span is a
+    slice of the post, with no repair needed."""
+    from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser
+
+    dev = shipped_dev_posts(shared_data, "en-main")
+    assert len(dev) == 300
+    assert_grounded(TaggerParser(PACKAGED), dev, "en-main")
+
+
+@pytest.mark.data
+@pytest.mark.integration
+def test_every_shipped_chinese_tuple_is_a_substring_over_a_dev_sample(shared_data):
+    """The shipped zh tagger reads the embedded Qwen model's states (~0.6 s a post on 2 idle
+    cores, several times that on busy ones), so the 300 STATE-ToxiCN dev posts would take 3 min
+    or more: every 10th one (30 posts), on zh-quad, which answers zh-main too."""
+    pytest.importorskip("llama_cpp")
+    from rebuttal.llm.registry import ModelRegistryError, check
+    from rebuttal.spar.tagger.parser import PACKAGED, TaggerParser
+
+    try:
+        if not check("qwen2.5-1.5b", verify=False).installed:
+            pytest.skip("the embedded qwen2.5-1.5b model is not installed")
+    except ModelRegistryError as exc:
+        pytest.skip(str(exc))
+    dev = shipped_dev_posts(shared_data, "zh-quad")
+    assert_grounded(TaggerParser(PACKAGED), dev[::10], "zh-quad")
+
+
 @pytest.fixture(scope="module")
 def tiny_gguf():
     """The tests' tiny chat model file (SmolLM2-135M), or skip."""
