@@ -1,6 +1,6 @@
 """What the Chinese states gate reads and is trained on: STATE-ToxiCN posts, rule-made rejections of
 their hateful claims (shipped since 2026-12-04), English rows (the states are multilingual), a deeper
-layer, other C / HateCheck weights and rule-made contrast rows (gate_zh_contrasts.py): tried, not
+layer, other C / HateCheck weights and rule-made contrast rows (archive/gate_zh_contrasts.py): tried, not
 shipped. Results: benchmarks/results/gate_zh.md.
 
     python benchmarks/gate_zh.py
@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "archive"))  # the contrast rows: tried, not shipped
 from gate_zh_contrasts import mention_rows, other_target_rows  # noqa: E402
 from provenance import header  # noqa: E402
 
@@ -165,7 +166,7 @@ def main() -> None:
     lines += ["", "Functionality columns: the share of that non-hateful functionality's held-out cases called hateful. "
               "Rejections: a hateful STATE-ToxiCN claim inside a frame that quotes or names it to reject it "
               "(src/rebuttal/learned/rejections.py), labelled non-hateful. Contrast rows "
-              f"(benchmarks/gate_zh_contrasts.py): {len(sets['contrast rows'])} non-hateful rows, hateful claims with "
+              f"(benchmarks/archive/gate_zh_contrasts.py): {len(sets['contrast rows'])} non-hateful rows, hateful claims with "
               "the protected target swapped for a group defined by conduct (fraudsters, litterers) and protected "
               "groups in negated or positive sentences. The held-out STATE posts are scored at the variant's "
               "HateCheck threshold: what the variant costs on real posts. Layer 20 means a second, deeper pass for "

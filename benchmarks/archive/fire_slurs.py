@@ -3,9 +3,9 @@ replaced by the people they name (`FireSettings(name_the_people=True)`, an optio
 shipped generator, shown the post as written, on the same stored analyses and evidence.
 Results: benchmarks/results/fire_slurs.md.
 
-    python benchmarks/fire_slurs.py run       # resumable: FIRE with the option, then the shipped redraft
-    python benchmarks/fire_slurs.py sheet     # grading sheet: shuffled, settings hidden
-    python benchmarks/fire_slurs.py report
+    python benchmarks/archive/fire_slurs.py run       # resumable: FIRE with the option, then the shipped redraft
+    python benchmarks/archive/fire_slurs.py sheet     # grading sheet: shuffled, settings hidden
+    python benchmarks/archive/fire_slurs.py report
 
 Posts: every hateful silver dev post with a slur (fire/slurs.py's list) in round 1, and in round 2
 apart from fire_heldout.py's held-out sample (its first 120), which stays held out.
@@ -19,13 +19,13 @@ import sys
 from functools import cache
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: fire_rows, fire_grading, ... (archived script)
 import fire_rows  # noqa: E402
 from fire_grading import GRADER_BRIEF, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_heldout import sample as heldout_sample  # noqa: E402
 from provenance import header  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "runs" / "bench" / "fire-slurs"
 RESULTS = ROOT / "benchmarks" / "results" / "fire_slurs.md"
 REPLIES = GRADES / "fire-slurs-replies.jsonl"
