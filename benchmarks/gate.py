@@ -179,7 +179,9 @@ def functionality_table(lang: str, rows, scores, threshold) -> list[str]:
         called = np.mean([s >= threshold for _, s in pairs])
         gold = "hateful" if pairs[0][0].hateful else "non-hateful"
         lines.append(f"| {name} | {gold} | {len(pairs)} | {called:.2f} |")
-    return [*lines, ""]
+    cases = [row for pairs in by.values() for row, _ in pairs]
+    hateful = sum(row.hateful for row in cases)
+    return [*lines, "", f"Held-out cases: {hateful} hateful, {len(cases) - hateful} non-hateful.", ""]
 
 
 if __name__ == "__main__":
