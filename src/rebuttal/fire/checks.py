@@ -18,6 +18,7 @@ from rebuttal.fire.coherence import (
     overclaim_problem, slur_problem, words,
 )
 from rebuttal.fire.form import repetition_problem, script_problem, truncation_problem
+from rebuttal.fire.injection import injection_problem
 from rebuttal.fire.sourcing import CITATION, NUMBER, cited_numbers, label_problem, source_problem
 from rebuttal.learned.text import language
 from rebuttal.types import CheckResult, EvidenceItem
@@ -217,7 +218,7 @@ def relevance_problem(reply_vec: np.ndarray, post_vec: np.ndarray, others: np.nd
 # ------------------------------------------------------------------ all checks
 
 CHECKS = ("citations", "numbers", "sources", "restatement", "contradiction", "concession", "overclaim", "othering",
-          "slur", "meta", "repetition", "truncation", "script", "substance", "faithfulness", "relevance")
+          "slur", "meta", "injection", "repetition", "truncation", "script", "substance", "faithfulness", "relevance")
 
 
 def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopped_at_limit: bool = False,
@@ -236,6 +237,7 @@ def check_draft(text: str, post: str, evidence: Sequence[EvidenceItem], *, stopp
         "othering": othering_problem(text),
         "slur": slur_problem(text),
         "meta": meta_problem(text, instructions),
+        "injection": injection_problem(text, post),
         "repetition": repetition_problem(text),
         "truncation": truncation_problem(text, stopped_at_limit),
         "script": script_problem(text, post),
