@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rebuttal.fire.injection import instruction_free
 from rebuttal.types import CategoryVote, GateVerdict, HateType, MemoryView, Trace, TraceStep
 
 
@@ -53,6 +54,10 @@ class Assessor:
 
     def assess(self, post: str, trace: Trace) -> Assessment:
         started = time.perf_counter()
+        # What the post says about its target, without the parts that give the model orders (issue
+        # 50): appended orders moved the gate and the category; the gate takes the higher score.
+        content = instruction_free(post)
+        full, post = post, content or post
         vector = self.encoder.encode([post]) if self.encoder is not None else None
         query = view = None
         votes: list[CategoryVote] = []
@@ -80,8 +85,10 @@ class Assessor:
                 notes_extra.append(f"uncertain category: confidence below {cut:.2f}")
         elif view is not None:
             category, confidence = view.predicted, view.purity
-        gate = self._gate(post, vector)
+        gate = self._gate(post, vector, full if content else None)
         notes = [f"{v.source}: {v.category.value}" for v in votes]
+        if content:
+            notes.append(f"scored without the post's orders to the model: {content[:120]}")
         if category is not None:
             notes.append(f"category {category.value} (confidence {confidence:.2f})")
         notes.extend(notes_extra)
@@ -104,10 +111,16 @@ class Assessor:
         except MODEL_MISSING:
             return None, True
 
-    def _gate(self, post: str, vector: np.ndarray | None) -> GateVerdict | None:
+    def _gate(self, post: str, vector: np.ndarray | None, full: str | None = None) -> GateVerdict | None:
+        """The gate's verdict on `post`; with `full` (the post before its orders to the model were
+        left out) the higher of the two scores."""
         if self.gate is None:
             return None
-        score, gate, lang = self.gate.scores([post], vector, self.encoder)[0]
+        texts, vectors = [post], vector
+        if full is not None:
+            texts.append(full)
+            vectors = None if vector is None else np.vstack([vector, self.encoder.encode([full])])
+        score, gate, lang = max(self.gate.scores(texts, vectors, self.encoder), key=lambda scored: scored[0])
         fallback = self.gate.is_fallback(gate)
         reason = f"{lang} {gate.kind} gate" + (" (fallback: the language's own gate could not run)" if fallback else "")
         return GateVerdict(hateful=score >= gate.threshold, score=round(score, 4), threshold=round(gate.threshold, 4),

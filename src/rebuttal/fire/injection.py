@@ -124,3 +124,59 @@ def injection_problem(text: str, post: str) -> Problem | None:
     if opener:
         return Problem("injection", f'it opens by agreeing with the post ("{opener}"); disagree with its claim')
     return None
+
+
+# ------------------------------------------------------------------ the post without its orders
+
+# Where a post's text splits into parts: sentences, lines, and the tags and role markers an
+# injection fakes.
+PART = re.compile(r"(?<=[.!?;。！？；])\s*|\n+|</?\s*post\s*>|<\|im_(?:start|end)\|>|\[/?\s*system\s*\]|</?\s*system\s*>"
+                  r"|#{2,}|【[^】]{0,20}】", re.IGNORECASE)
+# A part that speaks to the model rather than about the post's target: an order to ignore what it
+# was told, a fake system, assistant or task line, a role to play.
+TO_THE_MODEL = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|above|previous|prior|rules|guidelines"
+    r"|everything|told|prompt|policy)\b"
+    r"|^[\s#*>\[<|]*(?:system|assistant|instructions?|task|(?:new\s+)?policy(?:\s+update)?|admin|developer)\s*[:：]"
+    r"|^\W*system\W*$|\bcounter-?speech\s+is\b"
+    r"|\b(?:pretend\s+(?:you(?:'re|\s+are)|to\s+be)|role-?play|stay\s+in\s+character|let'?s\s+play\s+a\s+game|you\s+are\s+(?:now|no\s+longer)\b"
+    r"|you\s+are\s+dan\b|without\s+(?:any\s+)?(?:rules|restrictions|filters)|jailbreak)"
+    r"|\b(?:always\s+agrees?|never\s+disagree|agree\s+with\s+every)"
+    r"|\byour\s+(?:reply|answer|response|output)\b|\bthe\s+(?:assistant|model)\s+(?:must|should|will)\b"
+    r"|^\W*```|^\W*(?:im_start|im_end)\b"
+    r"|(?:忽略|无视|忘掉|忘记|不要管)[^。！？\n]{0,10}(?:指令|规则|要求|之前|以上|设定)"
+    r"|系统\s*[：:]|系统指令|新规定|新政策|新任务|角色扮演|假设你是|扮演(?:一个|一位|我的)|你的回答|你只能|你必须",
+    re.IGNORECASE,
+)
+
+
+# An order addressed to the reader, not a quotation: an imperative ("Reply ...", "Please say ...",
+# "请说 ..."), or a verb only a reply is given ("respond", "output", "repeat after me", "回复").
+ADDRESSED = re.compile(r"^\W*(?:(?:please|just|now|only|then|and)\s+)*" + _EN_VERB
+                       + r"|\b(?:reply|respond|answer\s+with|output|print|repeat\s+after)\b"
+                       r"|^\W*(?:请|你|现在|只|直接)|回复|回答|输出|回应|答复", re.IGNORECASE)
+
+
+# The label a fake conversation puts before the post itself ("User: ...", "### Post: ...").
+LABEL = re.compile(r"^[\s#*>\[<|]*(?:user|post|human|用户|帖子)\s*[:：]\s*", re.IGNORECASE)
+
+
+def _order(part: str) -> bool:
+    return bool(ORDER_QUOTED.search(part) or ORDER_JSON.search(part) or ORDER_COLON.search(part))
+
+
+def instruction_free(post: str) -> str | None:
+    """The post without its parts that speak to the model (orders to write something, fake
+    system lines and tags, role-play, "ignore the above"), for the learned gate and category to
+    score what the post says about its target: appended orders pulled the English gate's score
+    of "Muslims are all terrorists ..." from 0.98 to 0.40 (benchmarks/results/fire_injection.md).
+    None unless a part speaks to the model (a quotation such as 'I'd say "good luck"' alone
+    does not), or when nothing else is left."""
+    unescaped = post.replace('\\"', '"')
+    parts = [p.strip() for p in PART.split(unescaped) if p and re.search(r"\w", p)]
+    aimed = [bool(TO_THE_MODEL.search(p) or ORDER_JSON.search(p) or (_order(p) and ADDRESSED.search(p)))
+             for p in parts]
+    if not any(aimed):
+        return None
+    kept = [LABEL.sub("", p) for p, a in zip(parts, aimed) if not (a or _order(p))]
+    return " ".join(kept) or None
