@@ -47,19 +47,25 @@ def dev_rows() -> dict[str, dict]:
 
 
 def composed_rows(rows: dict[str, dict]) -> dict[str, dict]:
+    """Each post's block reply, with whether it passes the draft checks (as FireReply's choice asks)."""
     from rebuttal.fire.blocks import BlockLibrary
+    from rebuttal.fire.candidates import block_evidence
+    from rebuttal.fire.checks import failures
     from rebuttal.fire.compose import compose
+    from rebuttal.fire.generator import DraftJudge
     from rebuttal.llm.embeddings import load_minilm
     from rebuttal.types import HateType
 
-    library = BlockLibrary.load(load_minilm())
+    encoder = load_minilm()
+    library, judge = BlockLibrary.load(encoder), DraftJudge(encoder)
     out = {}
     for item, row in rows.items():
         analysis = row["analysis"]
         made = compose(library, row["text"], analysis["target_group"], HateType(analysis["category"]))
         if made is not None:
-            out[item] = {"reply": {"text": made.text}, "status": "ok", "score": made.score,
-                         "answers": made.answers, "why": made.why(), "blocks": made.block_ids}
+            checks = judge.judge(made.text, row["text"], block_evidence(made), [], None, False)
+            out[item] = {"reply": {"text": made.text}, "status": "ok", "score": made.score, "answers": made.answers,
+                         "passed": not failures(checks), "why": made.why(), "blocks": [made.match.block.id]}
     return out
 
 
@@ -72,21 +78,34 @@ def sheet(args) -> None:
     print(f"{count} replies without a grade -> {path}")
 
 
+CUTS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+
+
 def per_cut(blocks: dict[str, dict], free: dict[str, dict], grades: dict[str, dict]) -> list[str]:
-    """For each cut on the block reply's score: how many posts take the block reply, how many of
-    those are usable, and usable per post when the rest keep FIRE's free draft."""
+    """The shipped choice (fire/candidates.py) at each cut: a passing block reply at or above the
+    cut is kept (ok); below it the model's draft if it passed every check (ok), else the block
+    reply (flagged). Free drafts' status is today's checks + draft score (fire_rows.rechecked)."""
     block_grade, free_grade = graded_by_item(SYSTEM, blocks, grades), graded_by_item("fire", free, grades)
+    today = fire_rows.rechecked(free)
     both = [i for i in blocks if i in block_grade and i in free_grade]
-    lines = ["| cut on block score | posts taking the block reply | usable of those (95% interval) "
-             "| harmful of those | usable per post, blocks above the cut + free drafts below |",
-             "|---|---|---|---|---|"]
-    for cut in (0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 1.01):
-        taken = [i for i in both if blocks[i]["score"] >= cut]
-        usable = sum(block_grade[i]["verdict"] == "usable" for i in taken)
-        harmful = sum(block_grade[i]["verdict"] == "harmful" for i in taken)
-        rest = sum(free_grade[i]["verdict"] == "usable" for i in both if i not in taken)
-        lines.append(f"| {cut:.2f} | {len(taken)} | {usable}{share_interval(usable, len(taken))} | {harmful} "
-                     f"| {usable + rest}/{len(both)} |")
+    lines = ["| cut | block kept first (usable) | free draft kept, ok (usable) | block stands in, flagged (usable) "
+             "| status ok: usable (95% interval) | ok share of posts | usable per post | harmful kept |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cut in CUTS:
+        first = [i for i in both if blocks[i]["answers"] and blocks[i]["passed"] and blocks[i]["score"] >= cut]
+        free_ok = [i for i in both if i not in first and today[i]["status"] == "ok"]
+        stand_in = [i for i in both if i not in first and i not in free_ok]
+        grade = {**{i: block_grade[i] for i in first + stand_in}, **{i: free_grade[i] for i in free_ok}}
+        usable = {i for i, g in grade.items() if g["verdict"] == "usable"}
+        ok_usable = len(usable & set(first + free_ok))
+        harmful = sum(g["verdict"] == "harmful" for g in grade.values())
+        lines.append(f"| {cut:.2f} | {len(first)} ({len(usable & set(first))}) | {len(free_ok)} ({len(usable & set(free_ok))}) "
+                     f"| {len(stand_in)} ({len(usable & set(stand_in))}) | {ok_usable}/{len(first) + len(free_ok)}"
+                     f"{share_interval(ok_usable, len(first) + len(free_ok))} | {(len(first) + len(free_ok)) / len(both):.0%} "
+                     f"| {len(usable)}/{len(both)} ({len(usable) / len(both):.0%}) | {harmful} |")
+    free_usable = sum(free_grade[i]["verdict"] == "usable" for i in both)
+    lines += ["", f"FIRE's stored drafts alone on the same posts: {free_usable}/{len(both)} usable "
+                  f"({free_usable / len(both):.0%}), harmful {sum(free_grade[i]['verdict'] == 'harmful' for i in both)}."]
     return lines
 
 
@@ -107,7 +126,7 @@ def report(args) -> None:
               f"A block answers the claim (cosine >= compose.ANSWERS): {by_kind[(True, True)]} usable of "
               f"{by_kind[(True, True)] + by_kind[(True, False)]}; the category's fallback: {by_kind[(False, True)]} of "
               f"{by_kind[(False, True)] + by_kind[(False, False)]}.", "",
-              "## Which reply a post gets: block reply above a cut, FIRE's free draft below", "",
+              "## Which reply a post gets at each cut on the block's match score (shipped: 0.80)", "",
               *per_cut(blocks, rows, grades), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -83,19 +83,23 @@ def library(tmp_path):
     return path
 
 
-def test_the_closest_block_answers_a_norm_that_answers_too_closes_and_a_fallback_stands_in(library):
+def test_the_closest_block_answers_and_a_fallback_stands_in_when_none_does(library):
     blocks = BlockLibrary.load(WordEncoder(), [library])
-    made = compose(blocks, "Immigrants commit more crime than anyone.", "Immigrants", HateType.misinformation)
-    assert made.block_ids == ["fact-imm-crime"] and made.answers  # no norm answers this post
     made = compose(blocks, "Immigrants commit more crime. They are disgusting.", "Immigrants", HateType.misinformation)
-    assert made.block_ids == ["fact-imm-crime", "norm-any-respect"]
-    assert made.text.endswith("Immigrants are our neighbours, and they deserve the same respect as anyone.")
+    assert made.match.block.id == "fact-imm-crime" and made.answers  # one block: the closest
+    assert made.text == LIBRARY[0]["text"]
     made = compose(blocks, "Muslims are vermin", "Muslims", HateType.dehumanization)
-    assert made.block_ids == ["norm-any-dignity"] and made.answers  # no block for Muslims: a generic one
+    assert made.match.block.id == "norm-any-dignity" and made.answers  # no block for Muslims: a generic one
     assert made.text == "Calling Muslims vermin denies that they are human beings with the same dignity as anyone."
     made = compose(blocks, "Women ruin every single office", "Women", HateType.nonfactual)
-    assert made.block_ids == ["norm-any-respect"] and not made.answers  # nothing answers: the fallback
+    assert made.match.block.id == "norm-any-respect" and not made.answers  # nothing answers: the fallback
     assert "no block answers" in made.why()
+
+
+def test_a_block_naming_a_label_the_post_never_used_is_not_chosen(library):
+    blocks = BlockLibrary.load(WordEncoder(), [library])
+    made = compose(blocks, "Muslims are a burden, they are not like us", "Muslims", HateType.dehumanization)
+    assert made.match.block.id == "norm-any-respect"  # not the closer "vermin" block: the post never said it
 
 
 def analysis(category, target="Immigrants"):
@@ -115,7 +119,7 @@ def test_a_close_block_is_kept_without_a_draft_and_cites_its_source(library):
     result = fire(model, library, block_min_score=0.3).respond("Immigrants commit more crime than anyone.")
     assert len(model.calls) == 1  # the analyst only: no draft was written
     reply = result.reply
-    assert result.status == "ok" and reply.origin == "blocks" and reply.block_ids[0] == "fact-imm-crime"
+    assert result.status == "ok" and reply.origin == "blocks" and reply.block_ids == ["fact-imm-crime"]
     assert reply.cited_evidence_ids == ["fact-imm-crime"] and "fact-imm-crime" in [e.id for e in result.evidence]
     assert "no draft written" in reply.chosen_because and [c.origin for c in reply.candidates] == ["blocks"]
 

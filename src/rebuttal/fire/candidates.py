@@ -1,12 +1,13 @@
 """Candidates and a choice: a reply composed from vetted blocks, the model's free draft, and the
 rule that keeps one (issue 46).
 
-The block reply costs no model call, so it is made first; when a block written for the post's
-target group answers its claim closely enough (`ReplyChoice.min_score`, chosen on graded dev
-posts: benchmarks/results/fire_blocks.md) it is kept and the free draft is never written. Else
-the model drafts as before, and the block reply stands in when the draft fails a severe check or
-uses a slur. A slur never reaches a kept reply: without a block reply (a Chinese post) the
-draft's slurs are replaced by the people they name, and the result is flagged.
+The block reply costs no model call, so it is made first; when a block answers the post's claim
+closely enough (`ReplyChoice.min_score`) it is kept and the model writes no draft. Else the model
+drafts as before; its draft is kept when it passes every check, and the block reply stands in
+when it does not (flagged). Chosen on graded dev posts (benchmarks/results/fire_blocks.md): below
+the cut, block replies were usable for 70 posts whose flagged draft was not, the reverse for 23.
+A slur never reaches a kept reply: without a block reply (a Chinese post) the draft's slurs are
+replaced by the people they name, and the result is flagged.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ import numpy as np
 from rebuttal.fire.blocks import BlockLibrary
 from rebuttal.fire.checks import failures
 from rebuttal.fire.compose import Composed, compose
-from rebuttal.fire.generator import SEVERE, DraftJudge
+from rebuttal.fire.generator import DraftJudge
 from rebuttal.fire.slurs import SLUR, name_the_people
 from rebuttal.learned.text import language
 from rebuttal.types import Analysis, Candidate, EvidenceItem, Reply, SourceTier, Trace, TraceStep
 
 
 def block_evidence(composed: Composed) -> list[EvidenceItem]:
-    """The sourced blocks of a composed reply as evidence items: the reply cites only these."""
-    return [EvidenceItem(id=m.block.id, text=m.block.render(composed.people), source=m.block.source.name,
-                         url=m.block.source.url, date=m.block.source.year, tier=SourceTier.institutional)
-            for m in composed.parts if m.block.source is not None]
+    """A sourced block as an evidence item: the composed reply cites only it."""
+    block = composed.match.block
+    if block.source is None:
+        return []
+    return [EvidenceItem(id=block.id, text=composed.text, source=block.source.name, url=block.source.url,
+                         date=block.source.year, tier=SourceTier.institutional)]
 
 
 def candidate(reply: Reply) -> Candidate:
@@ -38,10 +41,6 @@ def candidate(reply: Reply) -> Candidate:
     if problems:
         note = (note + "; " if note else "") + "failed " + ", ".join(r.name for r in problems)
     return Candidate(text=reply.text, origin=reply.origin, passed=not problems, note=note)
-
-
-def severe(reply: Reply) -> bool:
-    return any(r.name in SEVERE or r.name == "slur" for r in failures(reply.checks))
 
 
 @dataclass
@@ -64,7 +63,7 @@ class ReplyChoice:
         checks = self.judge.judge(composed.text, post, evidence, [], post_vector, False)
         step.notes += [composed.why(), f"names the people: {composed.people}"]
         reply = Reply(text=composed.text, strategy=analysis.category.strategy, checks=checks, drafts=0,
-                      origin="blocks", block_ids=composed.block_ids, cited_evidence_ids=[e.id for e in evidence])
+                      origin="blocks", block_ids=[composed.match.block.id], cited_evidence_ids=[e.id for e in evidence])
         return reply, evidence, composed
 
     def choose(self, post: str, analysis: Analysis, post_vector: np.ndarray | None, trace: Trace,
@@ -85,14 +84,15 @@ class ReplyChoice:
                 free.text = name_the_people(free.text)[0]
                 trace.flag("reply_slur_replaced")
             return (_kept(free, [], "the model's draft (no block reply)") if free else None), []
-        if free is None or slurred or (severe(free) and not severe(block)):
-            why = ("the model's draft failed" if free is None else "the model's draft used a slur" if slurred
-                   else "the model's draft failed a severe check")
-            trace.flag("reply_from_weak_block")  # the block answers the claim less closely than the cut asks
-            return _kept(block, [free] if free else [], f"{why}; the closest vetted blocks stand in "
-                                                        f"(score {composed.score:.2f})"), evidence
-        return _kept(free, [block], f"no block answers the claim closely enough (best score "
-                                    f"{composed.score:.2f} < {self.min_score:.2f}): the model's draft"), []
+        if free is not None and not slurred and not failures(free.checks):
+            return _kept(free, [block], f"no block answers the claim closely enough (best score "
+                                        f"{composed.score:.2f} < {self.min_score:.2f}) and the model's draft "
+                                        "passed every check"), []
+        why = ("the model wrote no draft" if free is None else "the model's draft used a slur" if slurred
+               else "the model's draft failed " + ", ".join(r.name for r in failures(free.checks)))
+        trace.flag("reply_from_weak_block")  # the block answers the claim less closely than the cut asks
+        return _kept(block, [free] if free else [], f"{why}; the closest vetted block stands in "
+                                                    f"(score {composed.score:.2f})"), evidence
 
 
 def _kept(reply: Reply, others: list[Reply], because: str) -> Reply:

@@ -1,9 +1,12 @@
 """A reply composed from vetted blocks: the candidate the 1.5B cannot make harmful.
 
-The substance comes from the block library (blocks.py): the block that answers the post's claim
-best (a fact with its source, a counter-example, a norm), closed by a norm or empathy block that
-answers it too, when one does. When no block answers the claim closely, the category's fallback
-block (a universal norm, `fallback` in the library) stands in, and the result says so. Who the
+The substance comes from the block library (blocks.py): the one block that answers the post's
+claim best (a fact with its source, a counter-example, a norm) among those that attribute no
+label to the post it never used. One block, not two: on graded dev posts a second, closing block
+mostly rebutted something the post never said ("no secret plan to dominate men" under a reply
+about work; benchmarks/results/fire_blocks.md). When no block answers the claim closely, the
+category's fallback block (a universal norm, `fallback` in the library) stands in, and the result
+says so. Who the
 post targets is named neutrally: the analyst's target group, or the people a slur or a group word
 in the post names when the analyst's group is a catch-all, so no slur of the post reaches the
 reply.
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 from rebuttal.fire.blocks import BlockLibrary, BlockMatch
 from rebuttal.fire.slurs import people_plural, slur_used
+from rebuttal.fire.sourcing import unsaid_label
 from rebuttal.types import HateType
 
 # A block written for the post's category ranks above one written for another with this much
@@ -25,11 +29,6 @@ CATEGORY_BONUS = 0.08
 # From this cosine a block answers the claim (set by reading dev matches: below it the closest
 # block is mostly about something else; fire_blocks.md measures it).
 ANSWERS = 0.5
-# A closing block must answer the post more closely: at 0.5-0.6 the closest norm was often about
-# another theme of the same group (violence against women after a claim about work).
-CLOSES = 0.65
-CLOSING_KINDS = ("norm", "empathy")
-MAX_WORDS = 85
 
 TARGET_PEOPLE = {
     "Women": "women", "Men": "men", "LGBT+": "LGBT+ people", "Muslims": "Muslims", "Jews": "Jewish people",
@@ -80,22 +79,17 @@ def people_and_group(target_group: str, post: str) -> tuple[str, str]:
 @dataclass
 class Composed:
     text: str
-    parts: list[BlockMatch]
+    match: BlockMatch  # the block it is made of
     people: str
     group: str  # the target group label the blocks were chosen for
     score: float  # the closest block's match: cosine (+ the category bonus when its category fits)
     answers: bool  # the first block answers the claim (cosine >= ANSWERS); else a fallback stands in
 
-    @property
-    def block_ids(self) -> list[str]:
-        return [m.block.id for m in self.parts]
-
     def why(self) -> str:
-        first = self.parts[0]
-        said = (f"block {first.block.id} ({first.block.kind}) answers \"{first.answered}\" "
-                f"(match {first.similarity:.2f})" if self.answers else
-                f"no block answers the claim closely (best score {self.score:.2f}): fallback {first.block.id}")
-        return said + (f"; closed with {self.parts[1].block.id}" if len(self.parts) > 1 else "")
+        block = self.match.block
+        if self.answers:
+            return f"block {block.id} ({block.kind}) answers \"{self.match.answered}\" (match {self.match.similarity:.2f})"
+        return f"no block answers the claim closely (best score {self.score:.2f}): fallback {block.id}"
 
 
 def _score(match: BlockMatch, category: HateType) -> float:
@@ -103,26 +97,18 @@ def _score(match: BlockMatch, category: HateType) -> float:
 
 
 def compose(library: BlockLibrary, post: str, target_group: str, category: HateType) -> Composed | None:
-    """The best-matching block for the post, closed by the best matching norm or empathy block;
-    the category's fallback when nothing answers; None when the library has neither."""
+    """The best-matching block for the post; the category's fallback when nothing answers; None
+    when the library has neither."""
     people, group = people_and_group(target_group, post)
     ranked = sorted(library.matches(post, group), key=lambda m: -_score(m, category))
     if people == UNNAMED:  # a generic block would name nobody: only blocks written for the group
         ranked = [m for m in ranked if not m.block.generic]
-    answering = [m for m in ranked if m.similarity >= ANSWERS]
+    # "Calling them vermin ..." under a post that never said vermin rebuts what it did not say.
+    ranked = [m for m in ranked if not unsaid_label(m.block.render(people), post)]
     best = _score(ranked[0], category) if ranked else 0.0
-    if answering:
-        first = answering[0]
-    else:
-        fallbacks = [m for m in ranked if m.block.fallback and category in m.block.categories]
-        if not fallbacks:
-            return None
-        first = fallbacks[0]
-    parts = [first]
-    closing = [m for m in answering if m.block.kind in CLOSING_KINDS and m.block.id != first.block.id
-               and m.similarity >= CLOSES
-               and len(first.block.text.split()) + len(m.block.text.split()) <= MAX_WORDS]
-    if first.block.kind not in CLOSING_KINDS and closing:
-        parts.append(closing[0])
-    text = " ".join(m.block.render(people) for m in parts)
-    return Composed(text, parts, people, group, best, bool(answering))
+    answering = [m for m in ranked if m.similarity >= ANSWERS]
+    fallbacks = [m for m in ranked if m.block.fallback and category in m.block.categories]
+    first = answering[0] if answering else fallbacks[0] if fallbacks else None
+    if first is None:
+        return None
+    return Composed(first.block.render(people), first, people, group, best, bool(answering))

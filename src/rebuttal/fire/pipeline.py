@@ -69,11 +69,12 @@ class FireSettings:
     # check flags an echoed slur instead.
     name_the_people: bool = False
     # Replies composed from the vetted block library (fire/data/blocks-*.jsonl, fire/candidates.py):
-    # a block written for the target group whose match reaches `block_min_score` is kept without a
-    # model draft; below it the model drafts, and the blocks stand in for a draft that fails a
-    # severe check. Chosen on graded dev posts (benchmarks/results/fire_blocks.md).
+    # a block whose match reaches `block_min_score` is kept without a model draft (status ok if its
+    # checks pass); below it the model drafts, and the block stands in for a draft that fails a
+    # check (flagged). 0.80 on 249 graded dev posts: 82% of `ok` replies usable, `ok` on 37% of
+    # posts; 0.75 gives 75% and 47%, 0.85 gives 88% and 27% (benchmarks/results/fire_blocks.md).
     blocks: bool = True
-    block_min_score: float = 0.55
+    block_min_score: float = 0.80
 
     @property
     def system_name(self) -> str:
