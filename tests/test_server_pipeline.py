@@ -111,3 +111,13 @@ def test_preload_builds_fire_and_warms_its_gate():
     services = SimpleNamespace(fire=lambda: SimpleNamespace(warm_up=warmed.set))
     preload_in_background(services)
     assert warmed.wait(5)
+
+
+def test_the_service_parses_with_the_tagger_by_default_and_the_agents_by_name():
+    pytest.importorskip("sentence_transformers")
+    services = PipelineServices()
+    assert type(services.spar()).__name__ == "TaggerParser"
+    post = "Immigrants are criminals and should go home"
+    assert all(t.target in post and t.argument in post for t in services.parse(post, lang="en").tuples)
+    agents = PipelineServices({"spar": {"system": "spar"}}, model=ScriptedChatModel([]))
+    assert type(agents.spar()).__name__ == "SparParser"

@@ -90,9 +90,12 @@ class PipelineServices:
     def spar(self):
         with self._build_lock:
             if self._spar is None:
-                from rebuttal.spar import SparParser, SparSettings
+                from rebuttal.spar import default_parser
 
-                self._spar = SparParser(self.model(), SparSettings(**self.settings.get("spar", {})))
+                # The trained tagger by default, as `rebuttal parse` (issue 48); {"system": "spar"}
+                # and SparSettings fields select the agents, which share the service's model.
+                spar = dict(self.settings.get("spar", {}))
+                self._spar = default_parser(None, system=spar.pop("system", "spar-tagger"), model=self.model, **spar)
                 freeze_long_lived()
             return self._spar
 
