@@ -4,9 +4,9 @@ In its default form (`generator`) it sees a fresh short conversation: the post, 
 move for its category and evidence that fits; the `draft_baseline` form asks the zero-shot
 baseline's question after the analyst's system text and post, with that evidence. Either may add a
 human reply to a similar post to adapt. Every draft goes through the
-checks in checks.py; a failed draft is regenerated with the problems stated (bounded), the best
-draft is kept and, if it still fails a check or the learned draft score (rebuttal.learned.
-draft_score) puts it below its cut, flagged: status `ok` means every check passed.
+checks in checks.py; a failed draft is regenerated with the problems stated (bounded) and the best
+draft is returned with its checks, the learned draft score's (rebuttal.learned.draft_score)
+among them. Whether it is kept, and the flags, are decided by fire/candidates.py and the pipeline.
 """
 
 from __future__ import annotations
