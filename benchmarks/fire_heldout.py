@@ -136,12 +136,7 @@ def main() -> None:
     if not ROUND2.exists():
         sys.exit(f"needs the silver dev round-2 split at {ROUND2}")
     posts = {r["id"]: r["hate_speech"] for r in sample(10**6)}
-    fire_rows.restore(OUT, KEPT, posts)  # a new machine starts from the rows kept in git
-    try:
-        {"run": run, "sheet": sheet, "report": report}[args.mode](args)
-    finally:  # a stopped run keeps what it wrote too
-        if args.mode == "run":
-            fire_rows.archive(OUT, KEPT)
+    fire_rows.dispatch({"run": run, "sheet": sheet, "report": report}, args, OUT, KEPT, posts)
 
 
 if __name__ == "__main__":

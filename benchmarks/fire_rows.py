@@ -88,6 +88,17 @@ def restore(folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> No
             write_jsonl(path, [{**row, "text": posts[row["id"]]} for row in read_jsonl(kept) if row.get("id") in posts])
 
 
+def dispatch(modes: dict, args, folder: Path, systems: tuple[str, ...], posts: dict[str, str]) -> None:
+    """Run `modes[args.mode](args)` with the rows kept in git put back first (a new machine starts
+    from them) and, after a run, kept again, also when it was stopped."""
+    restore(folder, systems, posts)
+    try:
+        modes[args.mode](args)
+    finally:
+        if args.mode == "run":
+            archive(folder, systems)
+
+
 def drop_gate_stopped(path: Path) -> int:
     """Drop the rows the gate stopped that today's gate would pass (it was retrained or its cuts
     recalibrated since: each stopped post is scored again), so the next run writes them again;

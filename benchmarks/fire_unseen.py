@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
-from fire_grading import GRADES, load_grades, reply_keys, share_interval, write_sheet  # noqa: E402
-from provenance import header  # noqa: E402
+from fire_grading import GRADES, write_sheet  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -92,7 +91,8 @@ def sheet(args) -> None:
 def report(args) -> None:
     from fire_unseen_report import write_report
 
-    write_report(sample(args.n), stored([r["id"] for r in sample(args.n)]), args)
+    posts = sample(args.n)
+    write_report(posts, stored([r["id"] for r in posts]), args)
 
 
 def main() -> None:
@@ -106,12 +106,7 @@ def main() -> None:
     if not ROUND2.exists() or not GAB_TEST.exists():
         sys.exit(f"needs {ROUND2} and {GAB_TEST}")
     posts = {r["id"]: r["text"] for r in sample(10**6)}
-    fire_rows.restore(OUT, SYSTEMS, posts)  # a new machine starts from the rows kept in git
-    try:
-        {"run": run, "sheet": sheet, "report": report}[args.mode](args)
-    finally:  # a stopped run keeps what it wrote too
-        if args.mode == "run":
-            fire_rows.archive(OUT, SYSTEMS)
+    fire_rows.dispatch({"run": run, "sheet": sheet, "report": report}, args, OUT, SYSTEMS, posts)
 
 
 if __name__ == "__main__":

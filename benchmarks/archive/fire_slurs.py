@@ -121,12 +121,8 @@ def main() -> None:
     args = parser.parse_args()
     if not fire_rows.SILVER.exists():
         sys.exit(f"needs the silver data at {fire_rows.SILVER}")
-    fire_rows.restore(OUT, SYSTEMS, {r["id"]: r["hate_speech"] for r in posts()})
-    try:
-        {"run": run, "sheet": sheet, "report": report}[args.mode](args)
-    finally:
-        if args.mode == "run":
-            fire_rows.archive(OUT, SYSTEMS)
+    fire_rows.dispatch({"run": run, "sheet": sheet, "report": report}, args, OUT, SYSTEMS,
+                       {r["id"]: r["hate_speech"] for r in posts()})
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@ from rebuttal.learned.text import language
 from rebuttal.types import Analysis, Candidate, EvidenceItem, Reply, SourceTier, Trace, TraceStep
 
 
+# The flags the choice raises (a redraft drops them with the reply they were about).
+WEAK_BLOCK, SLUR_REPLACED = "reply_from_weak_block", "reply_slur_replaced"
+CHOICE_FLAGS = (WEAK_BLOCK, SLUR_REPLACED)
+
+
 def block_evidence(composed: Composed) -> list[EvidenceItem]:
     """A sourced block as an evidence item: the composed reply cites only it."""
     block = composed.match.block
@@ -61,7 +66,7 @@ class ReplyChoice:
             return None
         evidence = block_evidence(composed)
         checks = self.judge.judge(composed.text, post, evidence, [], post_vector, False)
-        step.notes += [composed.why(), f"names the people: {composed.people}"]
+        step.notes += [composed.why(), f"blocks for {composed.group}; names the people: {composed.people}"]
         reply = Reply(text=composed.text, strategy=analysis.category.strategy, checks=checks, drafts=0,
                       origin="blocks", block_ids=[composed.match.block.id], cited_evidence_ids=[e.id for e in evidence])
         return reply, evidence, composed
@@ -82,7 +87,7 @@ class ReplyChoice:
         if made is None:
             if slurred:  # its failed slur check keeps it flagged; the slur itself goes
                 free.text = name_the_people(free.text)[0]
-                trace.flag("reply_slur_replaced")
+                trace.flag(SLUR_REPLACED)
             return (_kept(free, [], "the model's draft (no block reply)") if free else None), []
         if free is not None and not slurred and not failures(free.checks):
             return _kept(free, [block], f"no block answers the claim closely enough (best score "
@@ -90,7 +95,7 @@ class ReplyChoice:
                                         "passed every check"), []
         why = ("the model wrote no draft" if free is None else "the model's draft used a slur" if slurred
                else "the model's draft failed " + ", ".join(r.name for r in failures(free.checks)))
-        trace.flag("reply_from_weak_block")  # the block answers the claim less closely than the cut asks
+        trace.flag(WEAK_BLOCK)  # the block answers the claim less closely than the cut asks
         return _kept(block, [free] if free else [], f"{why}; the closest vetted block stands in "
                                                     f"(score {composed.score:.2f})"), evidence
 

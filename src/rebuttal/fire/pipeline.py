@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-
 from rebuttal.fire.analyst import Analyst, CategoryPolicy, GateVote
 from rebuttal.fire.assessor import Assessment, Assessor
 from rebuttal.fire.blocks import BlockLibrary
-from rebuttal.fire.candidates import ReplyChoice
+from rebuttal.fire.candidates import CHOICE_FLAGS, ReplyChoice
 from rebuttal.fire.checks import failures
 from rebuttal.fire.coherence import flag_reasoning
 from rebuttal.fire.generator import Generator
@@ -171,7 +170,7 @@ class FirePipeline:
         result = stored.model_copy(deep=True)
         result.trace.steps = [s for s in result.trace.steps if s.stage not in ("generator", "blocks")]
         result.trace.flags = [f for f in result.trace.flags
-                              if not f.startswith("draft_") and f not in ("generator_failed", "reply_from_weak_block")]
+                              if not f.startswith("draft_") and f not in ("generator_failed", *CHOICE_FLAGS)]
         result.status, result.message = "ok", None
         assessment = self.assessor.assess(result.text, Trace())  # under a second: its vector and category
         return _finished(result, lambda: self._reply(result, assessment, result.analysis))
@@ -216,7 +215,8 @@ class FirePipeline:
             )
 
         result.reply, used = self.choice.choose(result.text, analysis, assessment.vector, result.trace, free_draft)
-        result.evidence += [item for item in used if item.id not in {e.id for e in result.evidence}]
+        shown = {e.id for e in result.evidence}
+        result.evidence += [item for item in used if item.id not in shown]
         if result.reply is not None:
             for failed in failures(result.reply.checks):
                 result.trace.flag(f"draft_{failed.name}")

@@ -54,17 +54,21 @@ def slur_used(text: str) -> str | None:
     return None
 
 
+def _people(slur: str) -> tuple[str, str]:
+    return next(people for stem, people in zip(STEMS, PEOPLE.values()) if stem.match(slur))
+
+
 def people_named(slur: str) -> str:
     """What to call the people `slur` names ("niggas" -> "Black people", "retarded" -> "disabled")."""
     if slur.lower() == "retarded":
         return "disabled"
-    one, many = next(people for stem, people in zip(STEMS, PEOPLE.values()) if stem.match(slur))
+    one, many = _people(slur)
     return many if slur.lower().endswith("s") else one
 
 
 def people_plural(slur: str) -> str:
     """The people `slur` names, always plural ("kike" -> "Jewish people", "retarded" -> "disabled people")."""
-    return next(many for stem, (_, many) in zip(STEMS, PEOPLE.values()) if stem.match(slur))
+    return _people(slur)[1]
 
 
 def name_the_people(text: str) -> tuple[str, int]:

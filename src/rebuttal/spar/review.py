@@ -12,12 +12,10 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from rebuttal.llm import ChatModel
-from rebuttal.llm.prompts import load_prompt
 from rebuttal.spar.calls import Stage, call_objects
 from rebuttal.spar.lexicon import Lexicon
-from rebuttal.spar.roles import LEXICON_HEADER
+from rebuttal.spar.roles import role_prompts, slang_hints
 from rebuttal.spar.schemas import review_schema
-from rebuttal.spar.segmenter import PACKAGE
 from rebuttal.spar.settings import SparSettings
 from rebuttal.spar.spans import as_data
 from rebuttal.data.vocab import Track
@@ -36,17 +34,8 @@ def tuple_listing(tuples: list[SparTuple], track: str) -> str:
 
 def review_messages(post: str, tuples: list[SparTuple], role: str, track: str, settings: SparSettings,
                     lexicon: Lexicon | None, stage: Stage) -> list[dict]:
-    template = load_prompt(PACKAGE, f"review.{track}")
-    persona = load_prompt(PACKAGE, f"persona.{role}")
-    stage.uses(template.version)
-    stage.uses(persona.version)
-    extra = []
-    lang = Track(track).lang
-    if role == "bystander" and lang == "zh" and lexicon is not None:
-        entries = lexicon.hits(post, limit=settings.max_lexicon_hints)
-        if entries:
-            extra.append(LEXICON_HEADER[lang])
-            extra += [f"- {e.term}（{e.category}）：{e.definition[:80]}" for e in entries]
+    template, persona = role_prompts("review", role, track, stage)
+    extra = slang_hints(role, track, lexicon, settings.max_lexicon_hints, post)
     content = template.render(post=as_data(post), tuples=tuple_listing(tuples, track),
                               persona=persona.template.strip(), extra="\n".join(extra),
                               max_missed=settings.audit_max_added)

@@ -51,20 +51,30 @@ def lexicon_hints(unit: Unit, lexicon: Lexicon | None, limit: int) -> list[str]:
     return [e.term for e in lexicon.hits(unit.group_text, target, limit=limit)]
 
 
-def role_messages(unit: Unit, role: str, track: str, settings: SparSettings, lexicon: Lexicon | None,
-                  stage: Stage, problem: str = "") -> list[dict]:
-    template = load_prompt(PACKAGE, f"role.{track}")
-    persona = load_prompt(PACKAGE, f"persona.{role}")
+def role_prompts(kind: str, role: str, track: str, stage: Stage):
+    """The track's `kind` template (role, review) and the role's persona, their versions noted."""
+    template, persona = load_prompt(PACKAGE, f"{kind}.{track}"), load_prompt(PACKAGE, f"persona.{role}")
     stage.uses(template.version)
     stage.uses(persona.version)
-    extra = []
+    return template, persona
+
+
+def slang_hints(role: str, track: str, lexicon: Lexicon | None, limit: int, *texts: str) -> list[str]:
+    """The Cultural Bystander's lexicon lines for Chinese `texts` (none for the other roles)."""
     lang = Track(track).lang
-    if role == "bystander" and lang == "zh" and lexicon is not None:
-        target = "" if unit.canonical_target == IMPLICIT_TARGET else unit.canonical_target
-        entries = lexicon.hits(unit.group_text, target, limit=settings.max_lexicon_hints)
-        if entries:
-            extra.append(LEXICON_HEADER[lang])
-            extra += [f"- {e.term}（{e.category}）：{e.definition[:80]}" for e in entries]
+    if role != "bystander" or lang != "zh" or lexicon is None:
+        return []
+    entries = lexicon.hits(*texts, limit=limit)
+    if not entries:
+        return []
+    return [LEXICON_HEADER[lang], *(f"- {e.term}（{e.category}）：{e.definition[:80]}" for e in entries)]
+
+
+def role_messages(unit: Unit, role: str, track: str, settings: SparSettings, lexicon: Lexicon | None,
+                  stage: Stage, problem: str = "") -> list[dict]:
+    template, persona = role_prompts("role", role, track, stage)
+    target = "" if unit.canonical_target == IMPLICIT_TARGET else unit.canonical_target
+    extra = slang_hints(role, track, lexicon, settings.max_lexicon_hints, unit.group_text, target)
     if problem:
         extra.append(f"Your previous answer had a problem: {problem}. Fix it; copy the argument exactly "
                      f"from inside <focus>.")
