@@ -57,6 +57,13 @@ def test_a_broken_line_names_its_file_and_line(tmp_path):
     ("Men", "niggas are the cause of the crisis", "Black people", "People of color"),  # the analyst's catch-all
     ("Muslims", "they will take over", "Muslims", "Muslims"),
     ("Others", "they ruin everything", UNNAMED, "Others"),
+    # the post's words beat a wrong label: the 1.5B's neighbours, seen on unseen posts
+    ("Women", "African Americans are subhuman", "Black people", "People of color"),
+    ("People of color", "People with learning difficulties should be excluded from school",
+     "people with learning disabilities", "Disabled"),
+    ("Women", "feminist queers ruin metal", "feminists", "Women"),  # the label the post names wins
+    ("Disabled", "they are a burden", "disabled people", "Disabled"),
+    ("Others", "everything they wear is black", UNNAMED, "Others"),  # a colour, not people
 ])
 def test_people_are_named_neutrally_from_the_group_and_the_posts_words(group, post, people, label):
     assert people_and_group(group, post) == (people, label)

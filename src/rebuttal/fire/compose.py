@@ -48,7 +48,7 @@ NAMED = [
     (r"\bimmigrants?\b", "immigrants", "Immigrants"),
     (r"\bmuslims?\b|\bmoslems?\b|\bislam|\bmuzz|\btowelhead|\braghead", "Muslims", "Muslims"),
     (r"\bjews?\b|\bjewish\b|\bkikes?\b|\bzionists?\b", "Jewish people", "Jews"),
-    (r"\bblacks?\b|\bnegro|\bafricans?\b|\bnigg|\bcoons?\b", "Black people", "People of color"),
+    (r"\bblacks\b|\bblack (?:people|folks?|men|women|guys|americans?|community)\b|\bnegro|\bafricans?\b|\bnigg|\bcoons?\b", "Black people", "People of color"),
     (r"\broma\b|\bgyps(?:y|ies)\b|\bgyppo", "Roma", "Others"),
     (r"\bchinese\b|\bchinks?\b", "Chinese people", "Others"),
     (r"\basians?\b|\bgooks?\b", "Asian people", "Others"),
@@ -58,22 +58,31 @@ NAMED = [
     (r"\bfeminists?\b|\bfeminazi", "feminists", "Women"),
     (r"\bwomen\b|\bfemales?\b|\bgirls\b|\bbitch|\bwhores?\b|\bsluts?\b", "women", "Women"),
     (r"\bautis", "autistic people", "Disabled"),
+    (r"\blearning (?:difficult|disabilit)|\bintellectual(?:ly)? disab|\bmentally (?:disabled|handicapped|retarded)",
+     "people with learning disabilities", "Disabled"),
+    (r"\bmental(?:ly)? ill", "people with mental illness", "Disabled"),
     (r"\bretard|\bdisabled\b|\bdisabilit|\bcripple|\bdown'?s? syndrome", "disabled people", "Disabled"),
+    (r"\bfat (?:people|folks?|women|men)\b|\bobese\b|\boverweight\b", "overweight people", "Others"),
+    (r"\bhomeless\b", "homeless people", "Others"),
 ]
 
 
 def people_and_group(target_group: str, post: str) -> tuple[str, str]:
     """The neutral name of the people `post` attacks (for `{people}`) and the label whose blocks
-    fit them. The analyst's label wins unless it is a catch-all or a list of labels; within it, a
-    more exact name the post uses (refugees, trans people) is kept."""
-    vague = target_group in CATCH_ALL or target_group not in TARGET_PEOPLE
-    for pattern, name, label in NAMED:
-        if (vague or label == target_group) and re.search(pattern, post, re.IGNORECASE):
-            return name, label
-    if target_group in TARGET_PEOPLE:
+    fit them. The post's own words decide when they name a group: the analyst's label when the
+    post names it (with the more exact name the post uses: refugees, trans people), else the first
+    group of NAMED the post names (the 1.5B's label is often a neighbour's: "People of color" for a
+    post about people with learning difficulties). A post that names no group (in-groups such as
+    whites or Christians are left out of NAMED on purpose) keeps the analyst's label, or the people
+    its slur names when that label is a catch-all."""
+    named = [(name, label) for pattern, name, label in NAMED if re.search(pattern, post, re.IGNORECASE)]
+    same = [(name, label) for name, label in named if label == target_group]
+    if same or named:
+        return (same or named)[0]
+    if target_group in TARGET_PEOPLE and target_group not in CATCH_ALL:
         return TARGET_PEOPLE[target_group], target_group
     slur = slur_used(post)
-    return (people_plural(slur) if slur else UNNAMED), target_group
+    return (people_plural(slur) if slur else TARGET_PEOPLE.get(target_group, UNNAMED)), target_group
 
 
 @dataclass
