@@ -6,6 +6,7 @@ only; no memory, grade or block was read off it). Graded blind by fresh grader i
 
     python benchmarks/fire_unseen.py run --n 100 --systems zero-shot retrieval   # resumable
     python benchmarks/fire_unseen.py run --n 100 --systems fire
+    python benchmarks/fire_unseen.py run --n 150 --first 60 --systems fire   # posts 61-150 first
     python benchmarks/fire_unseen.py sheet --n 100      # grading sheet: shuffled, systems hidden
     python benchmarks/fire_unseen.py report --n 100
 
@@ -70,7 +71,9 @@ def run(args) -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     source = OUT / f"unseen_{args.n}.jsonl"
-    source.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in sample(args.n)))
+    rows = sample(args.n)
+    rows = rows[args.first:] + rows[:args.first]  # posts from `first` on run first (the unread ones)
+    source.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
     for system in args.systems:
         run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
@@ -101,6 +104,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--first", type=int, default=0, help="run the sample's posts from this index first")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     args = parser.parse_args()
     if not ROUND2.exists() or not GAB_TEST.exists():

@@ -22,7 +22,7 @@ from rebuttal.fire.sentences import sentences
 from rebuttal.types import HateType
 
 ANY = "any"
-FILES = ("blocks-facts.jsonl", "blocks-norms.jsonl")
+FILES = ("blocks-facts.jsonl", "blocks-norms.jsonl", "blocks-zh.jsonl")
 MAX_SENTENCES = 12  # of a long post, matched one by one besides the whole
 
 
@@ -42,6 +42,7 @@ class Block(BaseModel):
     source: BlockSource | None = None
     evidence_id: str | None = None
     fallback: bool = False  # the category's universal block: used when no block answers the claim
+    language: Literal["en", "zh"] = "en"  # only English blocks are matched to claims (MiniLM reads English)
 
     @property
     def generic(self) -> bool:
@@ -119,7 +120,7 @@ class BlockLibrary:
         found = []
         for owner, (score, line) in best.items():
             block = self.blocks[owner]
-            if block.fits(target_group):
+            if block.fits(target_group) and block.language == "en":
                 offset = line - int(np.searchsorted(self._owner, owner))
                 found.append(BlockMatch(block, score, block.answers[offset]))
         return sorted(found, key=lambda m: -m.similarity)

@@ -22,7 +22,6 @@ from rebuttal.fire.checks import failures
 from rebuttal.fire.compose import Composed, compose
 from rebuttal.fire.generator import DraftJudge
 from rebuttal.fire.slurs import SLUR, name_the_people
-from rebuttal.learned.text import language
 from rebuttal.types import Analysis, Candidate, EvidenceItem, Reply, SourceTier, Trace, TraceStep
 
 
@@ -75,7 +74,7 @@ class ReplyChoice:
                free_draft: Callable[[], Reply | None]) -> tuple[Reply | None, list[EvidenceItem]]:
         """The kept reply (its candidates and the reason inside) and the block evidence it uses."""
         made = None
-        if self.library is not None and language(post) == "en":  # the library is English
+        if self.library is not None:
             made = self.block_reply(post, analysis, post_vector, trace)
         if made is not None:
             block, evidence, composed = made

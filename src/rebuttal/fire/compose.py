@@ -18,8 +18,10 @@ import re
 from dataclasses import dataclass
 
 from rebuttal.fire.blocks import BlockLibrary, BlockMatch
+from rebuttal.fire.compose_zh import fallback_zh, people_zh
 from rebuttal.fire.slurs import people_plural, slur_used
 from rebuttal.fire.sourcing import unsaid_label
+from rebuttal.learned.text import language
 from rebuttal.types import HateType
 
 # A block written for the post's category ranks above one written for another with this much
@@ -96,6 +98,8 @@ class Composed:
 
     def why(self) -> str:
         block = self.match.block
+        if block.language != "en":
+            return f"the {block.language} fallback {block.id} (blocks are matched to claims in English only)"
         if self.answers:
             return f"block {block.id} ({block.kind}) answers \"{self.match.answered}\" (match {self.match.similarity:.2f})"
         return f"no block answers the claim closely (best score {self.score:.2f}): fallback {block.id}"
@@ -107,7 +111,13 @@ def _score(match: BlockMatch, category: HateType) -> float:
 
 def compose(library: BlockLibrary, post: str, target_group: str, category: HateType) -> Composed | None:
     """The best-matching block for the post; the category's fallback when nothing answers; None
-    when the library has neither."""
+    when the library has neither. A Chinese post gets the category's Chinese fallback (compose_zh)."""
+    if language(post) == "zh":
+        block = fallback_zh(library, category)
+        if block is None:
+            return None
+        people = people_zh(target_group, post)
+        return Composed(block.render(people), BlockMatch(block, 0.0, ""), people, target_group, 0.0, False)
     people, group = people_and_group(target_group, post)
     ranked = sorted(library.matches(post, group), key=lambda m: -_score(m, category))
     if people == UNNAMED:  # a generic block would name nobody: only blocks written for the group
