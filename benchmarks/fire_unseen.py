@@ -80,13 +80,15 @@ def run(args) -> None:
 
 
 def stored(ids: list[str]) -> dict[str, dict[str, dict]]:
-    return {system: fire_rows.results(system, ids, OUT) for system in SYSTEMS}
+    """Each system's rows, and the earlier FIRE version's (fire-v1: the 60 posts of the first report)."""
+    return {system: fire_rows.results(system, ids, OUT) for system in (*SYSTEMS, "fire-v1")}
 
 
 def sheet(args) -> None:
     rows = sample(args.n)
     path = OUT / "blind_sheet-independent.jsonl"
-    count = write_sheet(list(stored([r["id"] for r in rows]).items()), {r["id"]: r["text"] for r in rows},
+    runs = [(system, kept) for system, kept in stored([r["id"] for r in rows]).items() if system in SYSTEMS]
+    count = write_sheet(runs, {r["id"]: r["text"] for r in rows},
                         "independent", path, REPLIES)
     print(f"{count} replies without a grade -> {path}")
 
@@ -110,7 +112,7 @@ def main() -> None:
     if not ROUND2.exists() or not GAB_TEST.exists():
         sys.exit(f"needs {ROUND2} and {GAB_TEST}")
     posts = {r["id"]: r["text"] for r in sample(10**6)}
-    fire_rows.dispatch({"run": run, "sheet": sheet, "report": report}, args, OUT, SYSTEMS, posts)
+    fire_rows.dispatch({"run": run, "sheet": sheet, "report": report}, args, OUT, (*SYSTEMS, "fire-v1"), posts)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import fire_rows
 from fire_grading import GRADER_BRIEF, graded_by_item, load_grades, regrade_agreement, share_interval
 from provenance import header
 
-LABELS = {"fire": "FIRE (shipped defaults)", "zero-shot": "zero-shot", "retrieval": "retrieval baseline"}
+LABELS = {"fire": "FIRE (shipped defaults)", "zero-shot": "zero-shot", "retrieval": "retrieval baseline",
+          "fire-v1": "FIRE, the version before (rows fire-v1)"}
 
 
 def verdicts(system: str, rows: dict[str, dict], grades: dict[str, dict]) -> dict[str, str]:
@@ -61,17 +62,35 @@ def origins(fire: dict[str, dict], verdict: dict[str, str]) -> list[str]:
     return lines
 
 
+def section(posts: list[dict], stored: dict[str, dict[str, dict]], grades: dict[str, dict]) -> list[str]:
+    """The table, the paired tests and FIRE's origins on `posts`."""
+    ids = [p["id"] for p in posts]
+    n = len(ids)
+    runs = {system: fire_rows.only(rows, ids) for system, rows in stored.items() if rows}
+    runs = {system: rows for system, rows in runs.items() if rows}
+    # The earlier version's replies were written and graded as "fire": their grades key that way.
+    verdict = {system: verdicts("fire" if system == "fire-v1" else system, rows, grades) for system, rows in runs.items()}
+    lines = ["| system | posts run | replies | usable per post | fixable | unusable | harmful (of replies) "
+             "| status ok (of posts) | usable among ok | harmful among ok | p50 s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [system_rows(LABELS[s], runs[s], verdict[s], n) for s in LABELS if s in runs]
+    lines += ["", "Paired, usable or not per post:", ""]
+    lines += [f"- FIRE vs {LABELS[s]}: {mcnemar(verdict['fire'], verdict[s])}"
+              for s in ("zero-shot", "retrieval", "fire-v1") if "fire" in verdict and s in verdict]
+    if "fire" in runs:
+        lines += ["", "Where FIRE's kept replies came from:", "", *origins(runs["fire"], verdict["fire"])]
+        ungraded = sum(v == "ungraded" for s in verdict.values() for v in s.values())
+        lines += ["", f"Replies without a grade yet: {ungraded}."]
+    return lines
+
+
 def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) -> None:
     from fire_unseen import RESULTS
 
-    ids = [p["id"] for p in posts]
     grades = load_grades("independent")
-    runs = {system: fire_rows.only(rows, ids) for system, rows in stored.items() if rows}
-    n = len(ids)
-    verdict = {system: verdicts(system, rows, grades) for system, rows in runs.items()}
     sources = Counter(p["source"] for p in posts)
     lines = header("FIRE, zero-shot and retrieval on unseen hateful posts", split=(
-        f"{n} hateful posts nothing was chosen on: {sources['silver-r2']} silver dev round 2 posts after "
+        f"{len(posts)} hateful posts nothing was chosen on: {sources['silver-r2']} silver dev round 2 posts after "
         f"fire_heldout.py's first 180 (less fire_slurs.py's sample) and {sources['gab-test']} Gab Hate Corpus test "
         "posts (hd or cv), mixed 2:1 in a seeded order"),
         model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
@@ -79,18 +98,13 @@ def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) ->
     lines += ["Graded blind by fresh AI-agent grader instances with the brief in "
               f"benchmarks/grades/{GRADER_BRIEF} and shared/docs/reply-rubric.md, systems hidden and shuffled. "
               "Usable per post counts a post without a reply (gate stopped it, error) as not usable. "
-              "Intervals: 95% Wilson.", "",
-              "| system | posts run | replies | usable per post | fixable | unusable | harmful (of replies) "
-              "| status ok (of posts) | usable among ok | harmful among ok | p50 s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [system_rows(LABELS[s], runs[s], verdict[s], n) for s in LABELS if s in runs]
-    lines += ["", "Paired, usable or not per post:", ""]
-    lines += [f"- FIRE vs {LABELS[s]}: {mcnemar(verdict['fire'], verdict[s])}"
-              for s in ("zero-shot", "retrieval") if "fire" in verdict and s in verdict]
-    if "fire" in runs:
-        lines += ["", "## Where FIRE's kept replies came from", "", *origins(runs["fire"], verdict["fire"])]
-        ungraded = sum(v == "ungraded" for s in verdict.values() for v in s.values())
-        lines += ["", f"Replies without a grade yet: {ungraded}."]
-    lines += ["", regrade_agreement("independent"), ""]
+              "Intervals: 95% Wilson.", ""]
+    if args.first:
+        lines += [f"## Posts {args.first + 1}-{len(posts)}: read by nobody before this run", "",
+                  *section(posts[args.first:], stored, grades), "",
+                  f"## Posts 1-{args.first}: reported before, their FIRE replies read while the shipped "
+                  "version was built (not a clean test)", "", *section(posts[:args.first], stored, grades), "",
+                  f"## All {len(posts)} posts", ""]
+    lines += [*section(posts, stored, grades), "", regrade_agreement("independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
