@@ -84,6 +84,15 @@ def section(posts: list[dict], stored: dict[str, dict[str, dict]], grades: dict[
     return lines
 
 
+def with_earlier_fire(stored: dict[str, dict[str, dict]], lines: list[str]) -> dict[str, dict[str, dict]]:
+    """FIRE's rows with the earlier version's where today's version has none, said in `lines`."""
+    earlier = {i: r for i, r in stored.get("fire-v1", {}).items() if i not in stored.get("fire", {})}
+    if earlier:
+        lines += [f"FIRE's row below holds the version before (fire-v1) on the {len(earlier)} posts today's "
+                  "version was not run on: two versions, not one.", ""]
+    return {**{k: v for k, v in stored.items() if k != "fire-v1"}, "fire": {**stored.get("fire", {}), **earlier}}
+
+
 def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) -> None:
     from fire_unseen import RESULTS
 
@@ -105,6 +114,7 @@ def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) ->
                   f"## Posts 1-{args.first}: reported before, their FIRE replies read while the shipped "
                   "version was built (not a clean test)", "", *section(posts[:args.first], stored, grades), "",
                   f"## All {len(posts)} posts", ""]
+        stored = with_earlier_fire(stored, lines)
     lines += [*section(posts, stored, grades), "", regrade_agreement("independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
