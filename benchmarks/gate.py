@@ -8,7 +8,8 @@ The shipped gate is trained on these dev halves, so scoring it on them would be 
 honest estimate is template-held-out cross-validation: each fold's gate is trained on the
 corpora plus the other templates' cases and scores the held-out templates with the shipped
 threshold (`rebuttal learned train-gate` records these scores in the gate it ships). The
-in-sample figures are printed beside them, labelled.
+in-sample figures are printed beside them, labelled. Folds that leave whole functionalities out,
+and held-out real posts: benchmarks/gate_folds.py (results/gate_folds.md).
 """
 
 from __future__ import annotations

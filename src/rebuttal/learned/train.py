@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rebuttal.learned.calibration import FPR_BUDGET, calibrate
+from rebuttal.learned.calibration import (FPR_BUDGET, calibrate, evaluation_lines, functionality_folds,
+                                          summarise_grouped)
 from rebuttal.learned.gate import (HateGate, LanguageGate, pooled_states, shared_reader, train_language_gate,
                                    train_states_gate)
 from rebuttal.learned.text import sigmoid
@@ -54,6 +55,11 @@ EN_STATES_WHOLE = ("silver",)
 STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 64}
 STATES_C = 0.001
 HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations, quotes and neutral mentions
+# Tried 2026-12-05 on functionality-held-out folds and held-out real posts (gate_folds.md; linear gates only,
+# no states cache on that machine): HateCheck x3, per-functionality weights, a slur column (fire/slurs.py's
+# list), slurs + per-functionality: mean fold recall 0.907-0.910 against 0.908, FPR 0.561-0.568 against
+# 0.547; real-post recall 0.598-0.622 against 0.630. None shipped.
+REAL_POSTS_PER_SOURCE = 100  # held-out real posts a trained gate is scored on, per source and label (issue 47)
 
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
@@ -76,11 +82,12 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
             continue
         corpus = datasets.gate_corpus(root, lang, **_corpus_sample(lang, kind))
         hatecheck = datasets.hatecheck(root, lang)
+        rows = (corpus, hatecheck, datasets.real_posts_sample(root, lang, REAL_POSTS_PER_SOURCE))
         cuts = (recall_target, max_fpr, fpr_budget)
-        gates[lang], info[lang] = _calibrated(builders[kind], corpus, hatecheck, lang, c, *cuts)
+        gates[lang], info[lang] = _calibrated(builders[kind], *rows, lang, c, *cuts)
         info[lang]["sources"] = dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck))
         if kind == "states":  # for machines without the embedded model
-            fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, corpus, hatecheck, lang, c, *cuts)
+            fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, *rows, lang, c, *cuts)
     gate = HateGate(gates, {"c": c, "recall_target": recall_target, "max_fpr": max_fpr, "fpr_budget": fpr_budget,
                             "trained": time.strftime("%Y-%m-%d"), "languages": dict(sorted(info.items()))}, fallbacks)
     out = Path(out)
@@ -95,10 +102,19 @@ def _corpus_sample(lang: str, kind: str) -> dict:
     return {"per_source": EN_STATES_PER_SOURCE, "whole": EN_STATES_WHOLE} if (lang, kind) == ("en", "states") else {}
 
 
-def _calibrated(build, corpus, hatecheck, lang, c, recall_target, max_fpr, fpr_budget) -> tuple[LanguageGate, dict]:
-    gate, held_out = build(corpus, hatecheck, lang, c)
-    info = {"model": gate.kind, "records": len(corpus) + len(hatecheck), "states": gate.states,
-            "held_out_scores": [round(float(x), 4) for x in held_out]}
+def _calibrated(build, corpus, hatecheck, real, lang, c, recall_target, max_fpr,
+                fpr_budget) -> tuple[LanguageGate, dict]:
+    """A gate from `build` and what it records: its template-held-out and functionality-held-out
+    HateCheck scores, and the scores of held-out real posts `real` (trained on everything else)."""
+    gate, fit_score = build(corpus, hatecheck, real, lang, c)
+    n = len(corpus) + len(hatecheck)
+    grouped = held_out_scores(corpus, hatecheck, fit_score, split=functionality_folds(hatecheck))
+    posts = fit_score(np.arange(n), n + np.arange(len(real))) if real else []
+    info = {"model": gate.kind, "records": n, "states": gate.states,
+            "held_out_scores": _rounded(held_out_scores(corpus, hatecheck, fit_score)),
+            "grouped_scores": _rounded(grouped), "real_posts": {"scores": _rounded(posts), "hateful": [
+                r.hateful for r in real], "sources": [r.source for r in real]}}
+    summarise_grouped(info, hatecheck, recall_target, fpr_budget)
     calibrate(gate, info, [r.hateful for r in hatecheck], recall_target, max_fpr, fpr_budget)
     return gate, info
 
@@ -115,8 +131,10 @@ def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, rec
     if unknown := set(thresholds) - set(gate.gates):
         raise ValueError(f"the gate has no language {', '.join(sorted(unknown))}; it has {', '.join(gate.gates)}")
     for lang, info in gate.meta["languages"].items():
-        hateful = [r.hateful for r in datasets.hatecheck(Path(root), lang)]
+        hatecheck = datasets.hatecheck(Path(root), lang)
+        hateful = [r.hateful for r in hatecheck]
         info.pop("threshold_by_hand", None)  # an earlier hand-set cut is recalibrated too
+        summarise_grouped(info, hatecheck, recall_target, fpr_budget)
         calibrate(gate.gates[lang], info, hateful, recall_target, max_fpr, fpr_budget)
         if lang in gate.fallbacks:
             calibrate(gate.fallbacks[lang], info["fallback"], hateful, recall_target, max_fpr, fpr_budget)
@@ -132,19 +150,26 @@ def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, rec
     return gate
 
 
-def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5) -> np.ndarray:
-    """Template-held-out scores of the HateCheck cases. `fit_score(train, held)` trains on the
-    rows `train` of corpus + hatecheck (index arrays) and returns scores for the rows `held`."""
+def _rounded(scores) -> list[float]:
+    return [round(float(x), 4) for x in scores]
+
+
+def held_out_scores(corpus, hatecheck, fit_score, folds: int = 5, split: list | None = None) -> np.ndarray:
+    """Template-held-out scores of the HateCheck cases (or held out by `split`, the test indices
+    of each fold, e.g. `functionality_folds`). `fit_score(train, held)` trains on the rows `train`
+    of corpus + hatecheck (index arrays) and returns scores for the rows `held`."""
     from sklearn.model_selection import GroupKFold
 
-    scores, n = np.zeros(len(hatecheck)), len(corpus)
-    for train_idx, held_idx in GroupKFold(folds).split(hatecheck, groups=[r.group for r in hatecheck]):
-        scores[held_idx] = fit_score(np.r_[np.arange(n), n + train_idx], n + held_idx)
+    scores, n, every = np.zeros(len(hatecheck)), len(corpus), np.arange(len(hatecheck))
+    if split is None:
+        split = [held for _, held in GroupKFold(folds).split(hatecheck, groups=[r.group for r in hatecheck])]
+    for held_idx in split:
+        scores[held_idx] = fit_score(np.r_[np.arange(n), n + np.setdiff1d(every, held_idx)], n + held_idx)
     return scores
 
 
-def _linear_gate(corpus, hatecheck, lang, c):
-    rows = corpus + hatecheck
+def _linear_gate(corpus, hatecheck, real, lang, c):
+    rows = corpus + hatecheck + real
     texts, labels = [r.text for r in rows], [r.hateful for r in rows]
     vectors = minilm_vectors(texts) if lang == "en" else None
 
@@ -155,46 +180,67 @@ def _linear_gate(corpus, hatecheck, lang, c):
     def fit_score(train, held):
         return fit(train).score([texts[i] for i in held], None if vectors is None else vectors[held], lang)
 
-    return fit(np.arange(len(rows))), held_out_scores(corpus, hatecheck, fit_score)
+    return fit(np.arange(len(corpus) + len(hatecheck))), fit_score
 
 
-def _head_gate(corpus, hatecheck, lang, c):
+def _head_gate(corpus, hatecheck, real, lang, c):
     from rebuttal.learned.gate_head import MAX_TOKENS, fit_head, head_probabilities
     from rebuttal.llm.embeddings import load_minilm
 
-    rows = corpus + hatecheck
+    rows, n = corpus + hatecheck + real, len(corpus) + len(hatecheck)
     states, mask = load_minilm().token_states([r.text for r in rows], MAX_TOKENS)
     labels = np.array([r.hateful for r in rows])
 
     def fit_score(train, held):
         return head_probabilities(fit_head(states[train], mask[train], labels[train]), states[held], mask[held])
 
-    held_out = held_out_scores(corpus, hatecheck, fit_score)
-    gate = LanguageGate(np.zeros(0, np.float32), 0.0, 0.5, uses_vectors=False, head=fit_head(states, mask, labels))
-    return gate, held_out
+    head = fit_head(states[:n], mask[:n], labels[:n])
+    return LanguageGate(np.zeros(0, np.float32), 0.0, 0.5, uses_vectors=False, head=head), fit_score
 
 
-def cached_pooled_states(spec: dict, texts: list[str], chunk: int = 200) -> np.ndarray:
+def cached_pooled_states(spec: dict, texts: list[str], chunk: int = 200, reader=None) -> np.ndarray:
     """`pooled_states` of the reader `spec` names, kept by text in <cache>/gate-states/: training
     reads thousands of texts through half the chat model (0.2-0.4 s each), and training again
-    (another recall target, another language's gate) should not read them twice."""
-    from rebuttal.config import cache_dir
-    from rebuttal.llm.states import StateCache
-
-    # One pooled row per text, full precision; "v2": the shards before StateCache had another layout.
-    cache = StateCache(cache_dir() / "gate-states" / "v2-{model}-l{layers}-t{max_tokens}".format(**spec),
-                       dtype=np.float32)
-    missing = list(dict.fromkeys(t for t in texts if cache.get(t) is None))
+    (another recall target, another language's gate) should not read them twice. `reader`: one
+    opened for `spec` with other settings (e.g. `states_reader(spec, threads=1)` beside another
+    job)."""
+    cache = _states_cache(spec)
+    missing = uncached(spec, texts, cache)
     for start in range(0, len(missing), chunk):  # a shard per chunk: an interrupted training resumes
         part = missing[start:start + chunk]
-        for text, features in zip(part, pooled_states(shared_reader(**spec), part)):
+        for text, features in zip(part, pooled_states(reader or shared_reader(**spec), part)):
             cache.put(text, features[None])
         cache.flush()
     return np.stack([cache.get(t)[0] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
-def _states_gate(corpus, hatecheck, lang, c):
-    rows = corpus + hatecheck
+def _states_cache(spec: dict):
+    from rebuttal.config import cache_dir
+    from rebuttal.llm.states import StateCache
+
+    # One pooled row per text, full precision; "v2": the shards before StateCache had another layout.
+    return StateCache(cache_dir() / "gate-states" / "v2-{model}-l{layers}-t{max_tokens}".format(**spec),
+                      dtype=np.float32)
+
+
+def uncached(spec: dict, texts: list[str], cache=None) -> list[str]:
+    """The texts whose `spec` states are not in the gate-states cache yet (each once)."""
+    cache = cache if cache is not None else _states_cache(spec)
+    return list(dict.fromkeys(t for t in texts if cache.get(t) is None))
+
+
+def states_reader(spec: dict, threads: int):
+    """A reader of `spec`'s states on `threads` CPU threads (the shared one takes two)."""
+    from rebuttal.learned.gate import READER_TOKENS, TokenLimit
+    from rebuttal.llm.registry import gguf_file
+    from rebuttal.llm.states import ContextualStates, first_layers
+
+    path = first_layers(gguf_file(spec["model"]), spec["layers"])
+    return TokenLimit(ContextualStates(path, threads=threads, max_tokens=READER_TOKENS), spec["max_tokens"])
+
+
+def _states_gate(corpus, hatecheck, real, lang, c):
+    rows = corpus + hatecheck + real
     features = cached_pooled_states(STATES, [r.text for r in rows])
     labels = np.array([r.hateful for r in rows])
     weights = np.where(np.arange(len(rows)) >= len(corpus), HATECHECK_WEIGHT, 1.0)
@@ -206,7 +252,7 @@ def _states_gate(corpus, hatecheck, lang, c):
         gate = fit(train)
         return sigmoid(features[held] @ gate.coef + gate.intercept)
 
-    return fit(np.arange(len(rows))), held_out_scores(corpus, hatecheck, fit_score)
+    return fit(np.arange(len(corpus) + len(hatecheck))), fit_score
 
 
 def gate_card(gate: HateGate) -> str:
@@ -237,8 +283,10 @@ def gate_card(gate: HateGate) -> str:
                      f"{info['threshold']:.2f} ({chosen}); sure {info['sure']:.2f} (held-out non-hateful cases at or "
                      f"above it <= {gate.meta['max_fpr']}{raised}: from there the LLM's 'not hateful' no longer vetoes "
                      "a reply)")
+        lines += evaluation_lines(info, "  - ")
         if "fallback" in info:
             lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")
+            lines += evaluation_lines(info["fallback"], "    - ")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
               "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
               "silver FactualCS posts, STATE-ToxiCN (research only, non-commercial; its hateful claims also go into "
