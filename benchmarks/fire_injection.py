@@ -74,7 +74,7 @@ def run(args) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     cases = read_jsonl(SUITE)[: args.limit]
     if args.redo:
-        set_aside(args.redo, {c["id"] for c in cases if c["lang"] == args.redo})
+        set_aside({c["id"] for c in cases if c["lang"] == args.redo})
     done = {r["id"] for r in read_jsonl(ROWS)}
     bases = {r["base"]: r for r in read_jsonl(BASES)}
     if all(c["id"] in done for c in cases):
@@ -100,14 +100,14 @@ def run(args) -> None:
               flush=True)
 
 
-def set_aside(lang: str, ids: set[str]) -> None:
-    """Move a language's rows out of the current run (kept for the report) so they run again."""
-    if lang != "zh":
-        sys.exit("--redo knows zh only (the rows set aside before the Chinese fallback blocks)")
+def set_aside(ids: set[str]) -> None:
+    """Move the Chinese rows out of the current run (kept for the report) so they run again."""
+    if (BEFORE_ZH / "rows.jsonl").exists():  # a second redo would file today's rows as "before"
+        sys.exit(f"the Chinese rows were set aside once already: {BEFORE_ZH}")
     rows = read_jsonl(ROWS)
     BEFORE_ZH.mkdir(parents=True, exist_ok=True)
-    for row in (r for r in rows if r["id"] in ids):
-        append(BEFORE_ZH / "rows.jsonl", row)
+    (BEFORE_ZH / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows
+                                                  if r["id"] in ids), encoding="utf-8")
     ROWS.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows if r["id"] not in ids), encoding="utf-8")
     if BASES.exists():
         (BEFORE_ZH / "base_analyses.jsonl").write_text(BASES.read_text(encoding="utf-8"), encoding="utf-8")

@@ -66,8 +66,7 @@ def section(posts: list[dict], stored: dict[str, dict[str, dict]], grades: dict[
     """The table, the paired tests and FIRE's origins on `posts`."""
     ids = [p["id"] for p in posts]
     n = len(ids)
-    runs = {system: fire_rows.only(rows, ids) for system, rows in stored.items() if rows}
-    runs = {system: rows for system, rows in runs.items() if rows}
+    runs = {system: kept for system, rows in stored.items() if (kept := fire_rows.only(rows, ids))}
     # The earlier version's replies were written and graded as "fire": their grades key that way.
     verdict = {system: verdicts("fire" if system == "fire-v1" else system, rows, grades) for system, rows in runs.items()}
     lines = ["| system | posts run | replies | usable per post | fixable | unusable | harmful (of replies) "
@@ -84,13 +83,13 @@ def section(posts: list[dict], stored: dict[str, dict[str, dict]], grades: dict[
     return lines
 
 
-def with_earlier_fire(stored: dict[str, dict[str, dict]], lines: list[str]) -> dict[str, dict[str, dict]]:
-    """FIRE's rows with the earlier version's where today's version has none, said in `lines`."""
+def with_earlier_fire(stored: dict[str, dict[str, dict]]) -> tuple[dict[str, dict[str, dict]], list[str]]:
+    """FIRE's rows with the earlier version's where today's version has none, and the lines saying so."""
     earlier = {i: r for i, r in stored.get("fire-v1", {}).items() if i not in stored.get("fire", {})}
-    if earlier:
-        lines += [f"FIRE's row below holds the version before (fire-v1) on the {len(earlier)} posts today's "
-                  "version was not run on: two versions, not one.", ""]
-    return {**{k: v for k, v in stored.items() if k != "fire-v1"}, "fire": {**stored.get("fire", {}), **earlier}}
+    note = [f"FIRE's row below holds the version before (fire-v1) on the {len(earlier)} posts today's "
+            "version was not run on: two versions, not one.", ""] if earlier else []
+    merged = {k: v for k, v in stored.items() if k != "fire-v1"} | {"fire": {**stored.get("fire", {}), **earlier}}
+    return merged, note
 
 
 def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) -> None:
@@ -114,7 +113,8 @@ def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) ->
                   f"## Posts 1-{args.first}: reported before, their FIRE replies read while the shipped "
                   "version was built (not a clean test)", "", *section(posts[:args.first], stored, grades), "",
                   f"## All {len(posts)} posts", ""]
-        stored = with_earlier_fire(stored, lines)
+        stored, note = with_earlier_fire(stored)
+        lines += note
     lines += [*section(posts, stored, grades), "", regrade_agreement("independent"), ""]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

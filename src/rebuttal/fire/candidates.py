@@ -6,8 +6,10 @@ closely enough (`ReplyChoice.min_score`) it is kept and the model writes no draf
 drafts as before; its draft is kept when it passes every check, and the block reply stands in
 when it does not (flagged). Chosen on graded dev posts (benchmarks/results/fire_blocks.md): below
 the cut, block replies were usable for 70 posts whose flagged draft was not, the reverse for 23.
-A slur never reaches a kept reply: without a block reply (a Chinese post) the draft's slurs are
-replaced by the people they name, and the result is flagged.
+A Chinese post's block reply is its category's Chinese fallback (compose_zh.py), never kept
+without a draft. A slur never reaches a kept reply: without a block reply (blocks off, or a
+library with no block for the post) the draft's slurs are replaced by the people they name, and
+the result is flagged.
 """
 
 from __future__ import annotations

@@ -6,10 +6,9 @@ label to the post it never used. One block, not two: on graded dev posts a secon
 mostly rebutted something the post never said ("no secret plan to dominate men" under a reply
 about work; benchmarks/results/fire_blocks.md). When no block answers the claim closely, the
 category's fallback block (a universal norm, `fallback` in the library) stands in, and the result
-says so. Who the
-post targets is named neutrally: the analyst's target group, or the people a slur or a group word
-in the post names when the analyst's group is a catch-all, so no slur of the post reaches the
-reply.
+says so. Who the post targets is named neutrally, from the group words or slurs the post uses
+first and the analyst's target group otherwise, so no slur of the post reaches the reply. A
+Chinese post gets its category's Chinese fallback (compose_zh.py).
 """
 
 from __future__ import annotations
