@@ -5,7 +5,6 @@ HateCheck functionalities out, which say what a new kind of phrasing does (issue
 from __future__ import annotations
 
 from collections import defaultdict
-from math import sqrt
 
 import numpy as np
 
@@ -85,13 +84,14 @@ def fold_rates(scores: np.ndarray, hateful: list[bool], folds: list[np.ndarray],
     return out, called
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of a proportion."""
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion (scipy's, as the FIRE benchmarks use)."""
+    from scipy.stats import binomtest
+
     if n == 0:
         return float("nan"), float("nan")
-    p = successes / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def summarise_grouped(info: dict, hatecheck, recall_target: float, fpr_budget: float) -> None:
