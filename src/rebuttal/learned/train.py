@@ -232,11 +232,10 @@ def uncached(spec: dict, texts: list[str], cache=None) -> list[str]:
 def states_reader(spec: dict, threads: int):
     """A reader of `spec`'s states on `threads` CPU threads (the shared one takes two)."""
     from rebuttal.learned.gate import READER_TOKENS, TokenLimit
-    from rebuttal.llm.registry import gguf_file
-    from rebuttal.llm.states import ContextualStates, first_layers
+    from rebuttal.llm.states import open_states
 
-    path = first_layers(gguf_file(spec["model"]), spec["layers"])
-    return TokenLimit(ContextualStates(path, threads=threads, max_tokens=READER_TOKENS), spec["max_tokens"])
+    reader = open_states(spec["model"], layers=spec["layers"], max_tokens=READER_TOKENS, threads=threads)
+    return TokenLimit(reader, spec["max_tokens"])
 
 
 def _states_gate(corpus, hatecheck, real, lang, c):

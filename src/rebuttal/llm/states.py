@@ -258,10 +258,11 @@ def first_layers(gguf_path: str | Path, layers: int) -> Path:
 
 
 def open_states(model: str, cache: str | Path | None = None, layers: int | None = None,
-                max_tokens: int = 512) -> ContextualStates:
+                max_tokens: int = 512, threads: int = 2) -> ContextualStates:
     """The states of an embedded model's name (or a GGUF path) after its first `layers` layers
-    (default: all of them)."""
+    (default: all of them), read on `threads` CPU threads."""
     from rebuttal.llm.registry import gguf_file
 
     path = gguf_file(model)
-    return ContextualStates(first_layers(path, layers) if layers else path, cache=cache, max_tokens=max_tokens)
+    return ContextualStates(first_layers(path, layers) if layers else path, cache=cache, max_tokens=max_tokens,
+                            threads=threads)
