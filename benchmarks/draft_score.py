@@ -47,7 +47,8 @@ def heads() -> list[tuple[str, str, float]]:
 def head_on_first(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, scaled: bool, n: int,
                   keep: float | None = None):
     """The shipped recipe (rebuttal.learned.draft_score.fit_head) on the first n replies."""
-    from rebuttal.learned.draft_score import KEEP, fit_head
+    from rebuttal.learned.draft_score import KEEP
+    from rebuttal.learned.train_draft import fit_head
 
     return fit_head(features[:n], usable[:n], items[:n], c, KEEP if keep is None else keep, FOLDS, scaled)
 

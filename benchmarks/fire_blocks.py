@@ -46,12 +46,13 @@ def dev_rows() -> dict[str, dict]:
     return rows
 
 
-def composed_rows(rows: dict[str, dict]) -> dict[str, dict]:
-    """Each post's block reply, with whether it passes the draft checks (as FireReply's choice asks)."""
+def composed_rows(rows: dict[str, dict], rank: int | None = None) -> dict[str, dict]:
+    """Each post's block reply, with whether it passes the draft checks (as FireReply's choice asks);
+    with `rank`, the rank-th of the post's block candidates (compose_candidates: the ranker's rivals)."""
     from rebuttal.fire.blocks import BlockLibrary
-    from rebuttal.fire.candidates import block_evidence
+    from rebuttal.fire.candidates import RIVALS, block_evidence
     from rebuttal.fire.checks import failures
-    from rebuttal.fire.compose import compose
+    from rebuttal.fire.compose import compose, compose_candidates
     from rebuttal.fire.generator import DraftJudge
     from rebuttal.llm.embeddings import load_minilm
     from rebuttal.types import HateType
@@ -61,7 +62,9 @@ def composed_rows(rows: dict[str, dict]) -> dict[str, dict]:
     out = {}
     for item, row in rows.items():
         analysis = row["analysis"]
-        made = compose(library, row["text"], analysis["target_group"], HateType(analysis["category"]))
+        made = (compose(library, row["text"], analysis["target_group"], HateType(analysis["category"])) if rank is None
+                else _nth(compose_candidates(library, row["text"], analysis["target_group"],
+                                             HateType(analysis["category"]), RIVALS), rank))
         if made is not None:
             checks = judge.judge(made.text, row["text"], block_evidence(made), [], None, False)
             out[item] = {"reply": {"text": made.text}, "status": "ok", "score": made.score, "answers": made.answers,
@@ -69,12 +72,23 @@ def composed_rows(rows: dict[str, dict]) -> dict[str, dict]:
     return out
 
 
+def _nth(items: list, n: int):
+    return items[n] if n < len(items) else None
+
+
+def rival_rows(rows: dict[str, dict]) -> list[dict[str, dict]]:
+    """The block candidates of each post, by rank (rank 0 first)."""
+    from rebuttal.fire.candidates import RIVALS
+
+    return [composed_rows(rows, rank) for rank in range(RIVALS + 1)]
+
+
 def sheet(args) -> None:
     rows = dev_rows()
-    blocks = composed_rows(rows)
+    systems = [(SYSTEM, composed_rows(rows))] + [(SYSTEM, rivals) for rivals in rival_rows(rows)]
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "blind_sheet-independent.jsonl"
-    count = write_sheet([(SYSTEM, blocks)], {i: r["text"] for i, r in rows.items()}, "independent", path, REPLIES)
+    count = write_sheet(systems, {i: r["text"] for i, r in rows.items()}, "independent", path, REPLIES)
     print(f"{count} replies without a grade -> {path}")
 
 

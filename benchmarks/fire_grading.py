@@ -157,6 +157,9 @@ def draft_score_table(replies: Path, grader: str) -> list[str]:
     rows = graded_replies(replies, GRADES / GRADERS[grader])
     usable = np.array([r["verdict"] == "usable" for r in rows])
     score = DraftScore.load()
+    if score.reads_post:  # this table reads replies alone; the pair score's is in fire_ranker.py's report
+        return ["The shipped draft score reads each reply with its post since issue 46: its ranking of graded "
+                "replies is in benchmarks/results/fire_ranker.md."]
     heads = [(f"shipped ({score.head.meta['reads']})", score.threshold,
               np.array([score.review(r["reply"], None).chance for r in rows]))]
     if score.fallback is not None:

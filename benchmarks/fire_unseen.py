@@ -94,10 +94,17 @@ def sheet(args) -> None:
 
 
 def report(args) -> None:
+    from collections import Counter
+
     from fire_unseen_report import write_report
 
     posts = sample(args.n)
-    write_report(posts, stored([r["id"] for r in posts]), args)
+    sources = Counter(p["source"] for p in posts)
+    split = (f"{len(posts)} hateful posts nothing was chosen on: {sources['silver-r2']} silver dev round 2 posts "
+             f"after fire_heldout.py's first 180 (less fire_slurs.py's sample) and {sources['gab-test']} Gab Hate "
+             "Corpus test posts (hd or cv), mixed 2:1 in a seeded order")
+    write_report(posts, stored([r["id"] for r in posts]), args, results=RESULTS,
+                 title="FIRE, zero-shot and retrieval on unseen hateful posts", split=split)
 
 
 def main() -> None:

@@ -73,7 +73,10 @@ def section(posts: list[dict], stored: dict[str, dict[str, dict]], grades: dict[
              "| status ok (of posts) | usable among ok | harmful among ok | p50 s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [system_rows(LABELS[s], runs[s], verdict[s], n) for s in LABELS if s in runs]
-    lines += ["", "Paired, usable or not per post:", ""]
+    lines += ["", "Posts without a reply (the gate or the analyst judged them not hateful, or an error): " + "; ".join(
+        f"{LABELS[s]} {sum(1 for r in runs[s].values() if not r.get('reply'))} of {len(runs[s])}"
+        for s in LABELS if s in runs) + ".", ""]
+    lines += ["Paired, usable or not per post:", ""]
     lines += [f"- FIRE vs {LABELS[s]}: {mcnemar(verdict['fire'], verdict[s])}"
               for s in ("zero-shot", "retrieval", "fire-v1") if "fire" in verdict and s in verdict]
     if "fire" in runs:
@@ -92,17 +95,15 @@ def with_earlier_fire(stored: dict[str, dict[str, dict]]) -> tuple[dict[str, dic
     return merged, note
 
 
-def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) -> None:
-    from fire_unseen import RESULTS
+MEMORY = "shipped defaults (exemplar bank + SupCon head, category model, gate, draft score, block library)"
 
+
+def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args, *, results, title: str,
+                 split: str, memory: str = MEMORY, extra: list[str] = ()) -> None:
+    """`results`: the file written whole; `split`: what the posts are, for its header."""
     grades = load_grades("independent")
-    sources = Counter(p["source"] for p in posts)
-    lines = header("FIRE, zero-shot and retrieval on unseen hateful posts", split=(
-        f"{len(posts)} hateful posts nothing was chosen on: {sources['silver-r2']} silver dev round 2 posts after "
-        f"fire_heldout.py's first 180 (less fire_slurs.py's sample) and {sources['gab-test']} Gab Hate Corpus test "
-        "posts (hd or cv), mixed 2:1 in a seeded order"),
-        model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
-        memory="shipped defaults (exemplar bank + SupCon head, category model, gate, draft score, block library)")
+    lines = header(title, split=split, model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
+                   memory=memory)
     lines += ["Graded blind by fresh AI-agent grader instances with the brief in "
               f"benchmarks/grades/{GRADER_BRIEF} and shared/docs/reply-rubric.md, systems hidden and shuffled. "
               "Usable per post counts a post without a reply (gate stopped it, error) as not usable. "
@@ -115,6 +116,6 @@ def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args) ->
                   f"## All {len(posts)} posts", ""]
         stored, note = with_earlier_fire(stored)
         lines += note
-    lines += [*section(posts, stored, grades), "", regrade_agreement("independent"), ""]
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    lines += [*section(posts, stored, grades), "", *extra, regrade_agreement("independent"), ""]
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

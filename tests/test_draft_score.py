@@ -9,7 +9,8 @@ from fakes import ScriptedChatModel, WordEncoder
 
 from rebuttal.fire import FirePipeline, settings_for
 from rebuttal.fire.generator import DraftJudge
-from rebuttal.learned.draft_score import DraftScore, graded_replies, keep_cut, train_draft_score, usable_chance
+from rebuttal.learned.draft_score import DraftScore, graded_replies, usable_chance
+from rebuttal.learned.train_draft import keep_cut, train_draft_score
 from rebuttal.learned.linear import LinearHead
 
 GRADES = Path(__file__).resolve().parents[1] / "benchmarks" / "grades"
@@ -54,6 +55,55 @@ def test_the_states_head_reads_the_chat_model_and_its_fallback_is_flagged(monkey
     good, = judge.review("The census shows migrants work", "Migrants are lazy")
     bad, = judge.review("The census shows migrants are vile", "Migrants are lazy")
     assert good.passed and not bad.passed  # the fallback (census) would have passed both
+
+
+def topic_rows(tmp_path, n: int = 60) -> dict[str, str]:
+    """Posts on crime or on jobs, each with a reply on its own topic (usable) and one on the other
+    (unusable): the same reply texts are usable under one post and not under the next, so only a
+    score that reads the post can separate them. Writes r.jsonl and g.jsonl; returns the posts."""
+    topics = {"crime": "crime statistics show immigrants offend less", "jobs": "employment data show immigrants work"}
+    posts, replies, grades = {}, [], []
+    for i in range(n):
+        topic = ("crime", "jobs")[i % 2]
+        posts[f"p{i}"] = f"immigrants bring {topic} problems {i}"
+        for j, (other, text) in enumerate(topics.items()):
+            key = f"k{i}-{j}"
+            replies.append({"key": key, "system": "fire-blocks", "item": f"p{i}", "reply": text})
+            grades.append({"key": key, "verdict": "usable" if other == topic else "unusable", "why": ""})
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in grades))
+    return posts
+
+
+def test_a_score_that_reads_the_post_ranks_the_same_reply_by_the_post_it_answers(tmp_path):
+    from rebuttal.llm.embeddings import load_minilm
+
+    posts = topic_rows(tmp_path)
+    score = train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", posts=posts, folds=5,
+                              states=None)
+    assert score.reads_post and score.head.meta["out_of_fold_auc"] > 0.9
+    loaded = DraftScore.load(tmp_path / "out" / "draft_score.npz")
+    crime, jobs = (loaded.reviews(f"immigrants bring {t} problems 999", ["crime statistics show immigrants offend less",
+                                                                       "employment data show immigrants work"],
+                                  load_minilm()) for t in ("crime", "jobs"))
+    assert crime[0].chance > crime[1].chance and jobs[1].chance > jobs[0].chance
+    alone = train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "alone", folds=5, states=None)
+    assert not alone.reads_post and alone.head.meta["out_of_fold_auc"] < 0.6  # the reply alone cannot tell
+    assert "with the post it answers" in (tmp_path / "out" / "draft_score_card.md").read_text()
+
+
+def test_a_states_pair_score_reads_the_post_and_the_reply_as_one_text(tmp_path, monkeypatch):
+    import rebuttal.learned.gate as gate_module
+    from test_learned import MarkerReader
+
+    monkeypatch.setenv("REBUTTAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(gate_module, "shared_reader", lambda **spec: MarkerReader())
+    posts = topic_rows(tmp_path)
+    spec = {"model": "m", "layers": 3, "max_tokens": 64}
+    score = train_draft_score(tmp_path / "r.jsonl", tmp_path / "g.jsonl", tmp_path / "out", posts=posts, folds=5,
+                              states=spec)
+    assert score.head.meta["pair"] and score.fallback.meta["pair"] and "read together" in score.head.meta["reads"]
+    assert list((tmp_path / "cache" / "draft-pairs").iterdir())  # cached by the text the reader read
 
 
 def test_keep_cut_passes_the_asked_share_of_usable_replies():
@@ -131,21 +181,33 @@ def test_the_command_says_how_to_train_without_the_chat_model(tmp_path, monkeypa
     assert DraftScore.load(tmp_path / "out" / "draft_score.npz").fallback is None
 
 
-def test_the_shipped_score_separates_the_graded_dev_replies():
+def shipped_rows(shared_data: Path, every: int = 1) -> tuple[list[dict], dict[str, str]]:
+    """The graded dev replies the shipped score was trained on, with their posts."""
+    from rebuttal.learned.train_draft import graded_rows, silver_posts
+
+    posts = silver_posts(shared_data)
+    files = [GRADES / f"fire-{name}-replies.jsonl" for name in ("dev", "heldout", "blocks-dev", "slurs")]
+    return graded_rows(files, GRADES / "fire-dev-independent.jsonl", posts)[::every], posts
+
+
+def test_the_shipped_score_reads_each_reply_with_its_post_and_separates_dev_replies(shared_data):
     """In-sample on what it was trained on, so a floor, not a measurement (see the model card)."""
     from sklearn.metrics import roc_auc_score
 
+    from rebuttal.learned.reply_pairs import pair_vectors
     from rebuttal.llm.embeddings import load_minilm
 
     score = DraftScore.load()
-    rows = graded_replies(GRADES / "fire-dev-replies.jsonl", GRADES / "fire-dev-independent.jsonl")
+    assert score.reads_post and score.fallback.meta["pair"] and score.head.meta["states"]["layers"] == 14
+    rows, posts = shipped_rows(shared_data, every=3)
     usable = [r["verdict"] == "usable" for r in rows]
-    fallback = usable_chance(score.fallback, load_minilm().encode([r["reply"] for r in rows]))
-    assert len(rows) >= 150 and 0.0 < score.threshold < 1.0 and score.head.meta["states"]["layers"] == 14
-    assert roc_auc_score(usable, fallback) > 0.85
+    encoder = load_minilm()
+    fallback = [usable_chance(score.fallback, pair_vectors(encoder, posts[r["item"]], [r["reply"]]))[0] for r in rows]
+    assert len(rows) >= 500 and 0.0 < score.threshold < 1.0
+    assert roc_auc_score(usable, fallback) > 0.75  # out of fold: 0.70 (the card)
 
 
-def test_the_shipped_states_head_separates_graded_dev_replies():
+def test_the_shipped_states_head_separates_graded_dev_replies(shared_data):
     """In-sample on 40 of the replies it was trained on (half a minute through the chat model)."""
     from sklearn.metrics import roc_auc_score
 
@@ -156,9 +218,9 @@ def test_the_shipped_states_head_separates_graded_dev_replies():
         gguf_file(score.head.meta["states"]["model"])
     except ModelRegistryError:
         pytest.skip("the embedded chat model is not installed")
-    rows = graded_replies(GRADES / "fire-dev-replies.jsonl", GRADES / "fire-dev-independent.jsonl")[::14][:40]
+    rows, posts = shipped_rows(shared_data, every=50)
     usable = [r["verdict"] == "usable" for r in rows]
-    chance = [score.review(r["reply"], None).chance for r in rows]
+    chance = [score.review(r["reply"], None, posts[r["item"]]).chance for r in rows]
     assert 5 <= sum(usable) <= 35 and roc_auc_score(usable, chance) > 0.85
 
 

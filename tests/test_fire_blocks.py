@@ -114,33 +114,56 @@ def analysis(category, target="Immigrants"):
             "search_query": None, "override_reason": None}
 
 
-def fire(model, library, **settings):
+def fire(model, library, passes: str = "nothing-passes", **settings):
+    """FIRE with the block library at `library` and a draft score that passes a reply iff it
+    holds the word `passes`."""
+    from test_draft_score import word_score
     from test_fire import ListSearcher
 
     return FirePipeline(model, None, ListSearcher(items=[]), settings_for(["no-memory"], **settings),
-                        encoder=WordEncoder(), block_paths=[library])
+                        encoder=WordEncoder(), block_paths=[library], draft_score=word_score(passes))
 
 
-def test_a_close_block_is_kept_without_a_draft_and_cites_its_source(library):
+def test_a_block_the_draft_score_passes_is_kept_without_a_draft_and_cites_its_source(library):
     model = ScriptedChatModel([analysis("misinformation")])
-    result = fire(model, library, block_min_score=0.3).respond("Immigrants commit more crime than anyone.")
+    result = fire(model, library, passes="academies").respond("Immigrants commit more crime than anyone.")
     assert len(model.calls) == 1  # the analyst only: no draft was written
     reply = result.reply
     assert result.status == "ok" and reply.origin == "blocks" and reply.block_ids == ["fact-imm-crime"]
     assert reply.cited_evidence_ids == ["fact-imm-crime"] and "fact-imm-crime" in [e.id for e in result.evidence]
-    assert "no draft written" in reply.chosen_because and [c.origin for c in reply.candidates] == ["blocks"]
+    assert "no draft written" in reply.chosen_because
+    assert [c.note.split(";")[0] for c in reply.candidates] == ["fact-imm-crime", "norm-any-respect"]  # its rival
+    assert reply.candidates[0].chance > 0.9 > reply.candidates[1].chance
+
+
+def test_the_draft_score_not_the_closest_match_picks_among_the_blocks(library):
+    model = ScriptedChatModel([analysis("nonfactual")])
+    result = fire(model, library, passes="neighbours").respond("Immigrants commit more crime, and they are disgusting.")
+    assert result.reply.block_ids == ["norm-any-respect"] and result.status == "ok"  # the fallback ranked first
+    assert [c.note.split(";")[0] for c in result.reply.candidates] == ["norm-any-respect", "fact-imm-crime"]
+    assert result.reply.text.startswith("Immigrants are our neighbours")
 
 
 DRAFT = "Immigrants are not more likely to commit crime than anyone else; most of them work and pay taxes."
 
 
-def test_below_the_cut_the_models_draft_is_kept_and_the_block_reply_offered(library):
+def test_when_no_block_passes_the_models_draft_is_kept_and_the_blocks_offered(library):
     draft = {"claim": "the claim", "reply": DRAFT}
     model = ScriptedChatModel([analysis("misinformation"), draft])
-    result = fire(model, library, block_min_score=1.5).respond("Immigrants commit more crime than anyone.")
+    result = fire(model, library, passes="taxes").respond("Immigrants commit more crime than anyone.")
     assert result.reply.origin == "free" and result.reply.text == DRAFT and result.status == "ok"
-    assert [c.origin for c in result.reply.candidates] == ["free", "blocks"]
+    assert [c.origin for c in result.reply.candidates] == ["free", "blocks", "blocks"]
     assert "fact-imm-crime" not in [e.id for e in result.evidence]  # the kept reply cites no block
+
+
+def test_without_a_draft_score_no_block_is_kept_unread(library):
+    from test_fire import ListSearcher
+
+    model = ScriptedChatModel([analysis("misinformation"), {"claim": "the claim", "reply": DRAFT}])
+    pipeline = FirePipeline(model, None, ListSearcher(items=[]), settings_for(["no-memory"]),
+                            encoder=WordEncoder(), block_paths=[library])
+    result = pipeline.respond("Immigrants commit more crime than anyone.")
+    assert result.reply.origin == "free" and len(model.calls) == 2  # the model drafted
 
 
 SLURS = ["niggers", "kikes", "spics", "chinks", "towelheads", "pakis", "faggots", "dykes", "trannies", "retards",
@@ -151,11 +174,11 @@ SLURS = ["niggers", "kikes", "spics", "chinks", "towelheads", "pakis", "faggots"
 def test_a_slur_in_the_post_never_reaches_the_reply(library, slur):
     echo = {"claim": "the claim", "reply": f"Calling them {slur} is wrong, and {slur} deserve respect too."}
     model = ScriptedChatModel([analysis("nonfactual", "Others")] + [echo] * 3)
-    result = fire(model, library, block_min_score=1.5).respond(f"All {slur} are disgusting and should leave.")
+    result = fire(model, library).respond(f"All {slur} are disgusting and should leave.")
     assert result.reply is not None and not SLUR.search(result.reply.text)
     assert result.reply.origin == "blocks" and result.status == "flagged"
     assert "reply_from_weak_block" in result.trace.flags
-    assert [c.origin for c in result.reply.candidates] == ["blocks", "free"]  # the draft stays reviewable
+    assert [c.origin for c in result.reply.candidates][-1] == "free"  # the draft stays reviewable
 
 
 def test_no_blocks_means_the_models_draft_as_before(library):
@@ -180,7 +203,7 @@ def test_a_flagged_result_tells_the_reviewer_what_to_check(library, capsys):
     assert all(f"draft_{name}" in ADVICE for name in (*CHECKS, "review_score", "review_fallback"))
     echo = {"claim": "the claim", "reply": "Calling them kikes is wrong, and kikes deserve respect too."}
     model = ScriptedChatModel([analysis("nonfactual", "Others")] + [echo] * 3)
-    result = fire(model, library, block_min_score=1.5).respond("All kikes are disgusting and should leave.")
+    result = fire(model, library).respond("All kikes are disgusting and should leave.")
     show_fire(result)
     out = capsys.readouterr().out
     assert "before posting, check:" in out and result.trace.flags

@@ -102,6 +102,9 @@ class MarkerReader:
             states[i, 1 + zlib.crc32(word.encode()) % 7] += 1.0
         return words, states
 
+    def count_tokens(self, text):
+        return len(text.split())
+
 
 def test_states_gate_reads_pooled_states_and_falls_back_when_its_model_is_missing(tmp_path):
     from rebuttal.learned.gate import pooled_states, train_states_gate

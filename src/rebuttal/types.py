@@ -156,6 +156,7 @@ class CheckResult(BaseModel):
     name: str
     passed: bool
     detail: str = ""
+    score: float | None = None  # a learned check's number (the draft score's chance of usable)
 
 
 class Candidate(BaseModel):
@@ -165,6 +166,7 @@ class Candidate(BaseModel):
     origin: Literal["blocks", "free"]  # composed from vetted blocks, or written by the model
     passed: bool  # every check passed
     note: str = ""  # which blocks, or which checks failed
+    chance: float | None = None  # the draft score's chance that a grader calls it usable
 
 
 class Reply(BaseModel):

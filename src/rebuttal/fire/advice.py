@@ -25,7 +25,7 @@ ADVICE = {
     "draft_review_score": "the learned draft score rates it unlikely to be postable: read it closely",
     "draft_review_fallback": "the draft score ran without the chat model it reads: trust it less",
     "draft_relevance_unchecked": "no sentence encoder was installed, so relevance was not checked",
-    "reply_from_weak_block": "the model's draft failed a check, so the closest vetted block stands in: check it answers the post",
+    "reply_from_weak_block": "no vetted block passed the draft score and the model's draft failed a check, so the best-ranked block stands in: check it answers the post, or take another candidate",
     "reply_slur_replaced": "a slur in the draft was replaced by the people it names: reread the sentence",
     "generator_failed": "no reply could be written: answer it yourself or retry",
     "gate_fallback": "the language's own hate gate could not run: confirm the post is hateful",

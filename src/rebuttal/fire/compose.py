@@ -1,5 +1,7 @@
-"""A reply composed from vetted blocks: the candidate the 1.5B cannot make harmful.
+"""Replies composed from vetted blocks: the candidates the 1.5B cannot make harmful.
 
+`compose_candidates` gives the blocks closest to the post's claim and the category's fallback,
+which the draft score ranks with the post (fire/candidates.py); `compose` the closest alone.
 The substance comes from the block library (blocks.py): the one block that answers the post's
 claim best (a fact with its source, a counter-example, a norm) among those that attribute no
 label to the post it never used. One block, not two: on graded dev posts a second, closing block
@@ -108,21 +110,30 @@ def _score(match: BlockMatch, category: HateType) -> float:
     return match.similarity + (CATEGORY_BONUS if category in match.block.categories else 0.0)
 
 
-def compose(library: BlockLibrary, post: str, target_group: str, category: HateType) -> Composed | None:
-    """The best-matching block for the post; the category's fallback when nothing answers; None
-    when the library has neither. A Chinese post gets the category's Chinese fallback (compose_zh)."""
-    if language(post) == "zh":
-        block = fallback_zh(library, category)
-        if block is None:
-            return None
-        people = people_zh(target_group, post)
-        return Composed(block.render(people), BlockMatch(block, 0.0, ""), people, target_group, 0.0, False)
+def _ranked(library: BlockLibrary, post: str, target_group: str, category: HateType):
+    """The people, their group label and the fitting blocks, best score first."""
     people, group = people_and_group(target_group, post)
     ranked = sorted(library.matches(post, group), key=lambda m: -_score(m, category))
     if people == UNNAMED:  # a generic block would name nobody: only blocks written for the group
         ranked = [m for m in ranked if not m.block.generic]
     # "Calling them vermin ..." under a post that never said vermin rebuts what it did not say.
-    ranked = [m for m in ranked if not unsaid_label(m.block.render(people), post)]
+    return people, group, [m for m in ranked if not unsaid_label(m.block.render(people), post)]
+
+
+def _zh(library: BlockLibrary, post: str, target_group: str, category: HateType) -> Composed | None:
+    block = fallback_zh(library, category)
+    if block is None:
+        return None
+    people = people_zh(target_group, post)
+    return Composed(block.render(people), BlockMatch(block, 0.0, ""), people, target_group, 0.0, False)
+
+
+def compose(library: BlockLibrary, post: str, target_group: str, category: HateType) -> Composed | None:
+    """The best-matching block for the post; the category's fallback when nothing answers; None
+    when the library has neither. A Chinese post gets the category's Chinese fallback (compose_zh)."""
+    if language(post) == "zh":
+        return _zh(library, post, target_group, category)
+    people, group, ranked = _ranked(library, post, target_group, category)
     best = _score(ranked[0], category) if ranked else 0.0
     answering = [m for m in ranked if m.similarity >= ANSWERS]
     fallbacks = [m for m in ranked if m.block.fallback and category in m.block.categories]
@@ -130,3 +141,18 @@ def compose(library: BlockLibrary, post: str, target_group: str, category: HateT
     if first is None:
         return None
     return Composed(first.block.render(people), first, people, group, best, bool(answering))
+
+
+def compose_candidates(library: BlockLibrary, post: str, target_group: str, category: HateType,
+                       k: int) -> list[Composed]:
+    """The rivals the reply ranker weighs (fire/candidates.py): up to `k` blocks that answer the
+    claim (cosine >= ANSWERS), closest first, and the category's fallback; each scored by its own
+    match. The closest block by cosine often rebuts a neighbouring claim (graded dev replies,
+    fire_blocks.md). A Chinese post: its category's Chinese fallback alone."""
+    if language(post) == "zh":
+        return [made] if (made := _zh(library, post, target_group, category)) else []
+    people, group, ranked = _ranked(library, post, target_group, category)
+    answering = [m for m in ranked if m.similarity >= ANSWERS and not m.block.fallback][:k]
+    fallback = [m for m in ranked if m.block.fallback and category in m.block.categories][:1]
+    return [Composed(m.block.render(people), m, people, group, _score(m, category), m in answering)
+            for m in answering + fallback]

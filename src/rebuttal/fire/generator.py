@@ -91,17 +91,13 @@ class DraftJudge:
     def review(self, text: str, post: str) -> list[CheckResult]:
         """The draft score as a check on the kept draft: flags, never rewrites (English only: it
         was trained on English replies). Scored by its MiniLM fallback, a second check fails."""
-        if self.draft_score is None or language(post) != "en":
-            return []
-        review = self.draft_score.review(text, self.encoder)
-        detail = f"learned draft score: chance a grader calls it usable {review.chance:.2f} (cut {review.cut:.2f})"
-        if not review.passed:
-            detail += "; read it closely: drafts scored this low were mostly vague, conceding or muddled"
-        checks = [CheckResult(name="review_score", passed=review.passed, detail=detail)]
-        if review.fallback:
-            checks.append(CheckResult(name="review_fallback", passed=False, detail=(
-                "scored by the draft score's MiniLM fallback: the embedded chat model it reads is not installed")))
-        return checks
+        return self.reviews(post, [text])[0]
+
+    def reviews(self, post: str, texts: list[str]) -> list[list[CheckResult]]:
+        """`review` of each of `texts` as a reply to `post`, in one pass of the draft score."""
+        if self.draft_score is None or language(post) != "en" or not texts:
+            return [[] for _ in texts]
+        return [_review_checks(review) for review in self.draft_score.reviews(post, texts, self.encoder)]
 
     def judge(self, text: str, post: str, evidence: Sequence[EvidenceItem], others: Sequence[str],
               post_vector: np.ndarray | None, stopped_at_limit: bool) -> list[CheckResult]:
@@ -112,6 +108,22 @@ class DraftJudge:
             relevance = relevance_problem(vectors[0], post_vec, vectors[1 : 1 + len(others)])
         return check_draft(text, post, evidence, stopped_at_limit=stopped_at_limit, relevance=relevance,
                            relevance_ran=self.encoder is not None, instructions=instructions())
+
+
+def _review_checks(review) -> list[CheckResult]:
+    detail = f"learned draft score: chance a grader calls it usable {review.chance:.2f} (cut {review.cut:.2f})"
+    if not review.passed:
+        detail += "; read it closely: drafts scored this low were mostly vague, conceding, muddled or beside the claim"
+    checks = [CheckResult(name="review_score", passed=review.passed, detail=detail, score=round(review.chance, 4))]
+    if review.fallback:
+        checks.append(CheckResult(name="review_fallback", passed=False, detail=(
+            "scored by the draft score's MiniLM fallback: the embedded chat model it reads is not installed")))
+    return checks
+
+
+def review_chance(checks: Sequence[CheckResult]) -> float | None:
+    """The draft score's chance among a reply's checks (None: not scored)."""
+    return next((c.score for c in checks if c.name == "review_score"), None)
 
 
 def moves() -> dict[str, str]:

@@ -68,12 +68,12 @@ class FireSettings:
     # check flags an echoed slur instead.
     name_the_people: bool = False
     # Replies composed from the vetted block library (fire/data/blocks-*.jsonl, fire/candidates.py):
-    # a block whose match reaches `block_min_score` is kept without a model draft (status ok if its
-    # checks pass); below it the model drafts, and the block stands in for a draft that fails a
-    # check (flagged). 0.80 on 249 graded dev posts: 82% of `ok` replies usable, `ok` on 37% of
-    # posts; 0.75 gives 75% and 47%, 0.85 gives 88% and 27% (benchmarks/results/fire_blocks.md).
+    # the `block_rivals` blocks closest to the claim and the category's fallback are ranked by the
+    # draft score, which reads each with the post; the best one it passes is kept without a model
+    # draft. Else the model drafts, and the best block stands in for a draft that fails a check
+    # (flagged). Chosen on graded dev posts (benchmarks/results/fire_ranker.md).
     blocks: bool = True
-    block_min_score: float = 0.80
+    block_rivals: int = 3
 
     @property
     def system_name(self) -> str:
@@ -125,7 +125,7 @@ class FirePipeline:
                                    self.settings.compare_drafts, draft_score, self.settings.reply_form,
                                    self.settings.name_the_people)
         library = BlockLibrary.load(encoder, block_paths) if self.settings.blocks and encoder is not None else None
-        self.choice = ReplyChoice(library, self.generator.judge, self.settings.block_min_score)
+        self.choice = ReplyChoice(library, self.generator.judge, self.settings.block_rivals)
 
     # ------------------------------------------------------------------ public API
 

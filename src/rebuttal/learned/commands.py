@@ -120,27 +120,31 @@ def _threshold(text: str) -> tuple[str, float]:
 
 @app.command("train-draft-score")
 def train_draft_score_command(
-    replies: Annotated[Path, typer.Option("--replies", help="graded replies' texts "
-                                                            "(benchmarks/grades/fire-dev-replies.jsonl)")],
+    replies: Annotated[list[Path], typer.Option("--replies", help="graded replies' texts, repeatable "
+                                                                  "(benchmarks/grades/fire-*-replies.jsonl of dev posts)")],
     grades: Annotated[Path, typer.Option("--grades", help="their blind grades "
                                                           "(benchmarks/grades/fire-dev-independent.jsonl)")],
     out: Annotated[Path, typer.Option("--out", help="folder for draft_score.npz and its model card")],
+    data_root: Annotated[Path | None, typer.Option("--data-root", help="folder holding factualcs-silver/: the "
+                                                   "posts, so the score reads each reply with its post (shipped)")] = None,
     keep: Annotated[float | None, typer.Option(help="share of usable replies the cut passes out of fold "
                                                     "(default: the one chosen on dev, see the model card)")] = None,
     no_states: Annotated[bool, typer.Option("--no-states", help="only the MiniLM head (no embedded chat "
                                                                    "model needed; weaker, see the model card)")] = False,
 ) -> None:
     """Train FIRE's draft score; REBUTTAL_DRAFT_SCORE_MODEL=OUT/draft_score.npz makes FIRE use it."""
-    from rebuttal.learned.draft_score import STATES, train_draft_score
+    from rebuttal.learned.draft_score import STATES
     from rebuttal.learned.gate import MODEL_MISSING
+    from rebuttal.learned.train_draft import silver_posts, train_draft_score
 
     try:
-        score = train_draft_score(replies, grades, out, keep=keep, states=None if no_states else STATES)
+        posts = silver_posts(data_root) if data_root else None
+        score = train_draft_score(replies, grades, out, posts=posts, keep=keep, states=None if no_states else STATES)
     except (FileNotFoundError, ValueError, *MODEL_MISSING) as exc:
         hint = "" if isinstance(exc, (FileNotFoundError, ValueError)) else " (or train with --no-states)"
         typer.secho(f"error: {exc}{hint}", fg="red", err=True)
         raise typer.Exit(2) from None
     meta = score.head.meta
-    typer.echo(f"reads the reply's {meta['reads']}: out-of-fold AUC {meta['out_of_fold_auc']} on {meta['replies']} "
+    typer.echo(f"reads {meta['reads']}: out-of-fold AUC {meta['out_of_fold_auc']} on {meta['replies']} "
                f"replies; cut {meta['threshold']} passes {meta['out_of_fold_passed_usable']:.0%} of usable, flags "
                f"{meta['out_of_fold_flagged_not_usable']:.0%} of the rest -> {out}")

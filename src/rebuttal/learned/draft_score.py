@@ -5,27 +5,26 @@ contradiction, copied claims, unsupported numbers. On silver dev most drafts tha
 still not usable for reasons no pattern names: a vague counter-assertion where a fact was needed, a
 muddled concession, a sweeping reverse generalisation (benchmarks/results/fire.md). A logistic
 regression trained on the blind grades of FIRE's and the baselines' replies ranks them. It reads
-the reply through the embedded chat model's first 14 layers (the hate gate's reader, mean and last
-token state): on the two forward splits of dev (trained on the earlier grades, scored on the later
-replies) that ranked new replies far better than the reply's MiniLM vector (AUC 0.84-0.87 against
-0.67-0.80), which stays as the fallback when the chat model is not installed (flagged). It never
-rewrites a draft; one below the cut is flagged for a reviewer, so the text is the same with or
-without it.
+the reply with the post it answers (learned/reply_pairs.py) through the embedded chat model's
+first 14 layers (the hate gate's reader): a vetted block is usable under one post and beside the
+point under the next, which the reply alone cannot show. The MiniLM vectors of both stay as the
+fallback when the chat model is not installed (flagged). FIRE ranks its candidate replies by it
+(fire/candidates.py) and flags a kept reply below the cut; it never rewrites one. A head trained
+before issue 46 reads the reply alone (`meta["pair"]` unset) and still loads.
 
-    rebuttal learned train-draft-score --replies benchmarks/grades/fire-dev-replies.jsonl \
-        --grades benchmarks/grades/fire-dev-independent.jsonl --out DIR
+    rebuttal learned train-draft-score --data-root ../shared/data --out DIR   # the shipped recipe
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from rebuttal.learned.linear import LinearHead
+from rebuttal.learned.reply_pairs import pair_states, pair_vectors
 
 SHIPPED = Path(__file__).resolve().parent / "data" / "draft_score.npz"
 REBUILD = "rebuttal learned train-draft-score (see the model card)"
@@ -41,6 +40,13 @@ KEEP = 0.35
 STATES = {"model": "qwen2.5-1.5b", "layers": 14, "max_tokens": 256}
 STATES_C = 0.01  # on the forward splits: AUC 0.867 / 0.842 (0.003: 0.864 / 0.823)
 TEXT_C = 1.0
+# The head that reads the reply with its post (the shipped one since issue 46): held-out AUC 0.877
+# at C=0.003 against 0.866 at 0.01 (benchmarks/results/fire_ranker.md). Its cut is chosen on the
+# dev choice it drives, not as a share of usable replies: at 0.85 `ok` was 95 of 115 usable (83%) on
+# 46% of dev posts out of fold (0.80: 80% on 54%; 0.90: 86% on 38%), and usable per post stays 64-65%
+# at every cut (benchmarks/results/fire_ranker.md).
+PAIR_C = 0.003
+PAIR_CUT = 0.85
 FALLBACK_SUFFIX = "_text"  # draft_score_text.npz beside draft_score.npz: the MiniLM head
 
 
@@ -72,20 +78,33 @@ class DraftScore:
         """Below this chance of being usable a draft is flagged (chosen by the trainer)."""
         return float(self.head.meta["threshold"])
 
-    def review(self, text: str, encoder) -> Review:
-        """The chance that `text` is usable; MiniLM (`encoder`) scores it when the chat model is missing."""
-        from rebuttal.learned.gate import MODEL_MISSING, pooled_states, shared_reader
+    @property
+    def reads_post(self) -> bool:
+        """Whether the head reads the reply with its post (reply_pairs), not the reply alone."""
+        return bool(self.head.meta.get("pair"))
+
+    def review(self, text: str, encoder, post: str = "") -> Review:
+        """The chance that `text`, a reply to `post`, is usable."""
+        return self.reviews(post, [text], encoder)[0]
+
+    def reviews(self, post: str, texts: list[str], encoder) -> list[Review]:
+        """The chance that each of `texts`, as a reply to `post`, is usable; MiniLM (`encoder`)
+        scores them when the chat model is missing (flagged as a fallback)."""
+        from rebuttal.learned.gate import MODEL_MISSING, shared_reader
 
         spec = self.head.meta.get("states")
         if spec:
             try:
-                states = pooled_states(shared_reader(**spec), [text])
-                return Review(usable_chance(self.head, states)[0], self.threshold, False)
+                reader = shared_reader(**spec)
+                features = (pair_states(reader, post, texts) if self.reads_post else
+                            _pooled(reader, texts))
+                return [Review(c, self.threshold, False) for c in usable_chance(self.head, features)]
             except MODEL_MISSING:
                 if self.fallback is None:
                     raise
         head = self.fallback if spec else self.head
-        return Review(usable_chance(head, encoder.encode([text]))[0], float(head.meta["threshold"]), bool(spec))
+        features = pair_vectors(encoder, post, texts) if head.meta.get("pair") else encoder.encode(texts)
+        return [Review(c, float(head.meta["threshold"]), bool(spec)) for c in usable_chance(head, features)]
 
     def warm_up(self) -> None:
         """Open the states reader now (a missing model is left to `review`, which falls back)."""
@@ -96,6 +115,12 @@ class DraftScore:
                 shared_reader(**spec)
             except MODEL_MISSING:
                 pass
+
+
+def _pooled(reader, texts: list[str]) -> np.ndarray:
+    from rebuttal.learned.gate import pooled_states
+
+    return pooled_states(reader, texts)
 
 
 def usable_chance(head: LinearHead, features: np.ndarray) -> np.ndarray:
@@ -111,139 +136,3 @@ def graded_replies(replies: str | Path, grades: str | Path) -> list[dict]:
 
 def _rows(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def classifier(c: float, scaled: bool = False):
-    """The one model both the out-of-fold scores and the shipped head are fit with (states are
-    standardised first; `fit_head` folds the scaling into the stored weights)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000)
-    return make_pipeline(StandardScaler(), model) if scaled else model
-
-
-def out_of_fold(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, folds: int,
-                scaled: bool = False) -> np.ndarray:
-    """Each reply scored by a model that saw no reply to the same post."""
-    from sklearn.model_selection import GroupKFold
-
-    scores = np.zeros(len(usable))
-    for train, held in GroupKFold(folds).split(features, usable, items):
-        model = classifier(c, scaled).fit(features[train], usable[train])
-        scores[held] = model.predict_proba(features[held])[:, 1]
-    return scores
-
-
-def keep_cut(scores: np.ndarray, usable: np.ndarray, keep: float) -> float:
-    """The highest cut that still passes `keep` of the usable replies."""
-    ranked = np.sort(scores[usable])[::-1]
-    return float(ranked[max(0, int(np.ceil(keep * len(ranked))) - 1)])
-
-
-def fit_head(features: np.ndarray, usable: np.ndarray, items: list[str], c: float, keep: float, folds: int,
-             scaled: bool) -> LinearHead:
-    """Cut and scores from grouped out-of-fold predictions; the head is fit on all rows."""
-    from sklearn.metrics import roc_auc_score
-
-    scores = out_of_fold(features, usable, items, c, folds, scaled)
-    cut = keep_cut(scores, usable, keep)
-    model = classifier(c, scaled).fit(features, usable)
-    coef, intercept = (model[-1].coef_[0], model[-1].intercept_[0]) if scaled else (model.coef_[0], model.intercept_[0])
-    if scaled:  # fold the standardisation into the weights: one dot product at run time
-        scaler = model[0]
-        coef = coef / scaler.scale_
-        intercept = intercept - coef @ scaler.mean_
-    meta = {
-        "c": c, "folds": folds, "keep": keep, "threshold": round(cut, 4),
-        "out_of_fold_auc": round(float(roc_auc_score(usable, scores)), 3),
-        "out_of_fold_flagged_not_usable": round(float((scores[~usable] < cut).mean()), 3),
-        "out_of_fold_passed_usable": round(float((scores[usable] >= cut).mean()), 3),
-        "out_of_fold_precision": round(float(usable[scores >= cut].mean()), 3),
-    }
-    return LinearHead(coef=np.atleast_2d(coef).astype(np.float64), intercept=np.atleast_1d(intercept).astype(np.float64),
-                      classes=["not_usable", USABLE], meta=meta)
-
-
-def train_draft_score(replies: str | Path, grades: str | Path, out: str | Path, *, keep: float | None = None,
-                      folds: int = 10, states: dict | None = STATES) -> DraftScore:
-    """The states head (with the MiniLM head as its fallback), or with `states=None` the MiniLM head
-    alone; each with its own cut and out-of-fold scores."""
-    from rebuttal.llm.embeddings import load_minilm
-
-    keep = KEEP if keep is None else keep
-    rows = graded_replies(replies, grades)
-    if len(rows) < 4 * folds:
-        raise ValueError(f"only {len(rows)} graded replies in {replies}; need at least {4 * folds}")
-    texts, items = [r["reply"] for r in rows], [r["item"] for r in rows]
-    usable = np.array([r["verdict"] == USABLE for r in rows])
-    shared = {"version": f"draft-score.{time.strftime('%Y%m%d')}", "replies": len(rows), "usable": int(usable.sum()),
-              "systems": sorted({r["system"] for r in rows}), "data": [Path(replies).name, Path(grades).name]}
-    text_head = fit_head(load_minilm().encode(texts), usable, items, TEXT_C, keep, folds, scaled=False)
-    text_head.meta.update(shared, reads="MiniLM sentence vector")
-    score = DraftScore(text_head)
-    if states:
-        from rebuttal.learned.train import cached_pooled_states
-
-        head = fit_head(cached_pooled_states(states, texts), usable, items, STATES_C, keep, folds, scaled=True)
-        head.meta.update(shared, states=dict(states), reads="{model} states after {layers} layers".format(**states))
-        score = DraftScore(head, text_head)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    score.head.save(out / "draft_score.npz")
-    if score.fallback is not None:
-        score.fallback.save(out / f"draft_score{FALLBACK_SUFFIX}.npz")
-    (out / "draft_score_card.md").write_text(card(score), encoding="utf-8")
-    return score
-
-
-def _head_lines(head: LinearHead) -> str:
-    m = head.meta
-    return f"""- reads the reply's {m['reads']}; L2 C={m['c']}, balanced class weights; {m['folds']}-fold out-of-fold
-  scores grouped by post (no fold saw a reply to a post it scored): AUC {m['out_of_fold_auc']}
-- cut {m['threshold']}: the highest that passes {m['keep']:.0%} of usable replies out of fold; it flags
-  {m['out_of_fold_flagged_not_usable']:.0%} of the others, and {m['out_of_fold_precision']:.0%} of the replies it passes are usable
-  (before the rule checks, which remove more of the unusable ones)"""
-
-
-def card(score: DraftScore) -> str:
-    meta = score.head.meta
-    heads = f"### Shipped head\n\n{_head_lines(score.head)}"
-    if score.fallback is not None:
-        heads += ("\n\n### Fallback head (used when the chat model is not installed; flagged "
-                  f"`draft_review_fallback`)\n\n{_head_lines(score.fallback)}")
-    return f"""# FIRE draft score: logistic regression on a reply's {meta['reads']}
-
-Trained by `rebuttal learned train-draft-score` ({meta['version']}: the date it was trained).
-
-## Data
-
-- {meta['replies']} replies ({meta['usable']} graded usable) written by the embedded Qwen2.5-1.5B model
-  ({', '.join(meta['systems'])}) to silver dev round-1 posts, from `{meta['data'][0]}`, with the blind
-  verdicts of `{meta['data'][1]}` (shared/docs/reply-rubric.md: usable / fixable / unusable / harmful;
-  graded by fresh AI-agent instances that never saw the code or which system wrote a reply).
-- Only the replies are read (no post text): the replies are the project's own model output and
-  the grades are the project's own; Qwen2.5 is Apache-2.0.
-
-## Licence
-
-Apache-2.0, like the project. The weights are one linear layer and a bias per head; no text is
-stored in them.
-
-## Settings and scores
-
-{heads}
-
-The share of usable replies passed was chosen on these replies for the target that 85% of `ok`
-drafts be usable: a strict cut, so most usable drafts are flagged for a reviewer too. Out of fold
-flatters a score trained on one run's replies; the forward splits (earlier grades to later
-replies) are in benchmarks/results/draft_score.md. Held-out check on posts it never saw
-(silver dev round 2): benchmarks/results/fire_heldout.md.
-
-## Use and limits
-
-FIRE flags a draft whose score is below the cut (check `review_score`); it never changes the
-text. Trained on English replies only: Chinese replies are not scored. The grades are one judge's
-reading of the rubric on ~{meta['replies']} replies: treat the score as a triage signal, not a verdict.
-"""

@@ -98,6 +98,9 @@ class TokenLimit:
     def token_states(self, text: str):
         return self.reader.token_states(text, self.max_tokens)
 
+    def count_tokens(self, text: str) -> int:
+        return self.reader.count_tokens(text)
+
 
 def shared_reader(model: str, layers: int | None, max_tokens: int) -> TokenLimit:
     """One reader per process, model and depth, whatever each part's token limit: the gate, the

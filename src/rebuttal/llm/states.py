@@ -110,6 +110,9 @@ class ContextualStates:
             raise ValueError(f"llama.cpp returned {len(states)} states for {len(tokens)} tokens")
         return tokens, states
 
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokens(text.encode("utf-8")))
+
     def _tokens(self, data: bytes) -> list[int]:
         return self.llm.tokenize(data, add_bos=False, special=False)
 
