@@ -78,7 +78,8 @@ class ReplyChoice:
     judge: DraftJudge
     rivals: int = RIVALS
 
-    def block_replies(self, post: str, analysis: Analysis, trace: Trace) -> list[BlockReply]:
+    def block_replies(self, post: str, analysis: Analysis, post_vector: np.ndarray | None,
+                      trace: Trace) -> list[BlockReply]:
         """The post's block replies, each checked and scored, the draft score's favourite first."""
         started = time.perf_counter()
         step = trace.add(TraceStep(stage="blocks", attempts=0))
@@ -90,7 +91,7 @@ class ReplyChoice:
         replies = []
         for composed, review in zip(made, reviews):
             evidence = block_evidence(composed)
-            checks = self.judge.judge(composed.text, post, evidence, [], None, False) + review
+            checks = self.judge.judge(composed.text, post, evidence, [], post_vector, False) + review
             replies.append(BlockReply(Reply(text=composed.text, strategy=analysis.category.strategy, checks=checks,
                                             drafts=0, origin="blocks", block_ids=[composed.match.block.id],
                                             cited_evidence_ids=[e.id for e in evidence]), evidence, composed))
@@ -103,7 +104,7 @@ class ReplyChoice:
     def choose(self, post: str, analysis: Analysis, post_vector: np.ndarray | None, trace: Trace,
                free_draft: Callable[[], Reply | None]) -> tuple[Reply | None, list[EvidenceItem]]:
         """The kept reply (its candidates and the reason inside) and the block evidence it uses."""
-        blocks = self.block_replies(post, analysis, trace) if self.library is not None else []
+        blocks = self.block_replies(post, analysis, post_vector, trace) if self.library is not None else []
         scored = [b for b in blocks if b.chance >= 0 and not failures(b.reply.checks)]
         if scored:
             best = scored[0]
