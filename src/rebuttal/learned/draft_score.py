@@ -90,14 +90,13 @@ class DraftScore:
     def reviews(self, post: str, texts: list[str], encoder) -> list[Review]:
         """The chance that each of `texts`, as a reply to `post`, is usable; MiniLM (`encoder`)
         scores them when the chat model is missing (flagged as a fallback)."""
-        from rebuttal.learned.gate import MODEL_MISSING, shared_reader
+        from rebuttal.learned.gate import MODEL_MISSING, pooled_states, shared_reader
 
         spec = self.head.meta.get("states")
         if spec:
             try:
                 reader = shared_reader(**spec)
-                features = (pair_states(reader, post, texts) if self.reads_post else
-                            _pooled(reader, texts))
+                features = pair_states(reader, post, texts) if self.reads_post else pooled_states(reader, texts)
                 return [Review(c, self.threshold, False) for c in usable_chance(self.head, features)]
             except MODEL_MISSING:
                 if self.fallback is None:
@@ -115,12 +114,6 @@ class DraftScore:
                 shared_reader(**spec)
             except MODEL_MISSING:
                 pass
-
-
-def _pooled(reader, texts: list[str]) -> np.ndarray:
-    from rebuttal.learned.gate import pooled_states
-
-    return pooled_states(reader, texts)
 
 
 def usable_chance(head: LinearHead, features: np.ndarray) -> np.ndarray:

@@ -153,7 +153,7 @@ def train_draft_score(replies: Path | list[Path], grades: str | Path, out: str |
 
 def _head_lines(head: LinearHead) -> str:
     m = head.meta
-    cut_reason = (f"the highest that passes {m['keep']:.0%} of usable replies out of fold" if m.get("keep") is not None
+    cut_reason = ("the highest cut that passes the asked share (--keep)" if m.get("keep") is not None
                   else "chosen on the dev choice it drives")
     return f"""- reads {m['reads']}; L2 C={m['c']}, balanced class weights; {m['folds']}-fold out-of-fold
   scores grouped by post (no fold saw a reply to a post it scored): AUC {m['out_of_fold_auc']}
@@ -170,6 +170,8 @@ def card(score: DraftScore) -> str:
                   f"`draft_review_fallback`)\n\n{_head_lines(score.fallback)}")
     reads = ("each reply with the post it answers (the post cut to its first 300 characters)" if meta.get("pair")
              else "only the replies (no post text)")
+    licence = ("Research and non-commercial use: it learned from silver posts derived from CONAN (research only)."
+               if meta.get("pair") else "Apache-2.0, like the project: it learned from the project's own texts.")
     return f"""# FIRE draft score: logistic regression on {meta['reads']}
 
 Trained by `rebuttal learned train-draft-score` ({meta['version']}: the date it was trained).
@@ -187,8 +189,7 @@ Trained by `rebuttal learned train-draft-score` ({meta['version']}: the date it 
 
 ## Licence
 
-Apache-2.0, like the project. The weights are one linear layer and a bias per head; no text is
-stored in them.
+{licence} The weights are one linear layer and a bias per head; no text is stored in them.
 
 ## Settings and scores
 
