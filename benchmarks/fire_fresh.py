@@ -58,15 +58,7 @@ def sample(n: int) -> list[dict]:
 
 
 def run(args) -> None:
-    from rebuttal.fire.batch import run_fire_batch
-    from rebuttal.llm import ModelSettings, load_model
-
-    OUT.mkdir(parents=True, exist_ok=True)
-    source = OUT / f"fresh_{args.n}.jsonl"
-    source.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in sample(args.n)))
-    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    for system in args.systems:
-        run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
+    fire_rows.run_posts(sample(args.n), OUT / f"fresh_{args.n}.jsonl", OUT, args.systems, args)
 
 
 LATENCY = ROOT / "runs" / "bench" / "fire-fresh-latency"
@@ -138,7 +130,6 @@ def main() -> None:
     parser.add_argument("--model", default="qwen2.5-1.5b")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
-    parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)  # the shared report reads it
     args = parser.parse_args()
     if not fire_unseen.ROUND2.exists() or not fire_unseen.GAB_TEST.exists():
         sys.exit(f"needs {fire_unseen.ROUND2} and {fire_unseen.GAB_TEST}")

@@ -99,6 +99,19 @@ def dispatch(modes: dict, args, folder: Path, systems: tuple[str, ...], posts: d
             archive(folder, systems)
 
 
+def run_posts(posts: list[dict], source: Path, folder: Path, systems, args) -> None:
+    """Each of `systems` over `posts` ({id, text}) in turn, into `folder`/<system>.jsonl (resumable:
+    a batch skips ids it holds); `source` is the batch input written from `posts`."""
+    from rebuttal.fire.batch import run_fire_batch
+    from rebuttal.llm import ModelSettings, load_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source.write_text("".join(json.dumps({"id": p["id"], "text": p["text"]}) + "\n" for p in posts))
+    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
+    for system in systems:
+        run_fire_batch(source, folder / f"{system}.jsonl", system=system, model=model)
+
+
 def drop_gate_stopped(path: Path) -> int:
     """Drop the rows the gate stopped that today's gate would pass (it was retrained or its cuts
     recalibrated since: each stopped post is scored again), so the next run writes them again;

@@ -66,17 +66,9 @@ def sample(n: int) -> list[dict]:
 
 
 def run(args) -> None:
-    from rebuttal.fire.batch import run_fire_batch
-    from rebuttal.llm import ModelSettings, load_model
-
-    OUT.mkdir(parents=True, exist_ok=True)
-    source = OUT / f"unseen_{args.n}.jsonl"
     rows = sample(args.n)
     rows = rows[args.first:] + rows[:args.first]  # posts from `first` on run first (the unread ones)
-    source.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
-    model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    for system in args.systems:
-        run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
+    fire_rows.run_posts(rows, OUT / f"unseen_{args.n}.jsonl", OUT, args.systems, args)
 
 
 def stored(ids: list[str]) -> dict[str, dict[str, dict]]:
@@ -104,7 +96,7 @@ def report(args) -> None:
              f"after fire_heldout.py's first 180 (less fire_slurs.py's sample) and {sources['gab-test']} Gab Hate "
              "Corpus test posts (hd or cv), mixed 2:1 in a seeded order")
     write_report(posts, stored([r["id"] for r in posts]), args, results=RESULTS,
-                 title="FIRE, zero-shot and retrieval on unseen hateful posts", split=split)
+                 title="FIRE, zero-shot and retrieval on unseen hateful posts", split=split, first=args.first)
 
 
 def main() -> None:

@@ -99,8 +99,9 @@ MEMORY = "shipped defaults (exemplar bank + SupCon head, category model, gate, d
 
 
 def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args, *, results, title: str,
-                 split: str, memory: str = MEMORY, extra: list[str] = ()) -> None:
-    """`results`: the file written whole; `split`: what the posts are, for its header."""
+                 split: str, memory: str = MEMORY, extra: list[str] = (), first: int = 0) -> None:
+    """`results`: the file written whole; `split`: what the posts are, for its header; `first`: the
+    posts before it were reported before (their section is apart)."""
     grades = load_grades("independent")
     lines = header(title, split=split, model=f"{args.model} (embedded GGUF, llama.cpp, {args.threads} threads)",
                    memory=memory)
@@ -108,11 +109,11 @@ def write_report(posts: list[dict], stored: dict[str, dict[str, dict]], args, *,
               f"benchmarks/grades/{GRADER_BRIEF} and shared/docs/reply-rubric.md, systems hidden and shuffled. "
               "Usable per post counts a post without a reply (gate stopped it, error) as not usable. "
               "Intervals: 95% Wilson.", ""]
-    if args.first:
-        lines += [f"## Posts {args.first + 1}-{len(posts)}: read by nobody before this run", "",
-                  *section(posts[args.first:], stored, grades), "",
-                  f"## Posts 1-{args.first}: reported before, their FIRE replies read while the shipped "
-                  "version was built (not a clean test)", "", *section(posts[:args.first], stored, grades), "",
+    if first:
+        lines += [f"## Posts {first + 1}-{len(posts)}: read by nobody before this run", "",
+                  *section(posts[first:], stored, grades), "",
+                  f"## Posts 1-{first}: reported before, their FIRE replies read while the shipped "
+                  "version was built (not a clean test)", "", *section(posts[:first], stored, grades), "",
                   f"## All {len(posts)} posts", ""]
         stored, note = with_earlier_fire(stored)
         lines += note
