@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_adapt import adapt_section  # noqa: E402
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, archive, drafted_by,  # noqa: E402
-                       drop_gate_stopped, latency, only, option_label, percentile, rechecked, redraft_into,
+                       drop_gate_changed, latency, only, option_label, percentile, rechecked, redraft_into,
                        restore, results, silver_memory, system_table)
 from provenance import header  # noqa: E402
 
@@ -72,7 +72,7 @@ def run(args) -> None:
     # closest rival), the baselines on the same items, FIRE on the rest, and adapting last.
     fire_out, settings = OUT / f"{fire_rows(args)}.jsonl", {"compare_drafts": args.compare_drafts}
     graded_ids = [r["id"] for r in rows[: args.graded]]
-    print(f"{drop_gate_stopped(fire_out)} rows the gate stopped that today's gate passes are run again")
+    print(f"{drop_gate_changed(fire_out)} rows whose gate decision today's gate changes are run again")
     run_fire_batch(graded, fire_out, system="fire", model=model, **settings)
     if not args.compare_drafts:
         redraft_into(fire_out, OUT / f"{OPTION_ROWS}.jsonl", graded_ids, model, reply_form=OPTION_FORM)

@@ -58,6 +58,9 @@ def sample(n: int) -> list[dict]:
 
 
 def run(args) -> None:
+    if "fire" in args.systems:  # the baselines answer every post; only FIRE's rows depend on the gate
+        print(f"{fire_rows.drop_gate_changed(OUT / 'fire.jsonl')} FIRE rows whose gate decision today's gate "
+              "changes are run again")
     fire_rows.run_posts(sample(args.n), OUT / f"fresh_{args.n}.jsonl", OUT, args.systems, args)
 
 

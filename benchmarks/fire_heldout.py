@@ -52,7 +52,7 @@ def run(args) -> None:
     source = OUT / f"round2_{args.n}.jsonl"
     source.write_text("".join(json.dumps({"id": r["id"], "text": r["hate_speech"]}) + "\n" for r in sample(args.n)))
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    print(f"{fire_rows.drop_gate_stopped(OUT / 'fire.jsonl')} rows the gate stopped that today's gate passes are run again")
+    print(f"{fire_rows.drop_gate_changed(OUT / 'fire.jsonl')} rows whose gate decision today's gate changes are run again")
     for system in SYSTEMS:
         run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
     if args.no_option:

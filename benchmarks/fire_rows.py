@@ -112,25 +112,27 @@ def run_posts(posts: list[dict], source: Path, folder: Path, systems, args) -> N
         run_fire_batch(source, folder / f"{system}.jsonl", system=system, model=model)
 
 
-def drop_gate_stopped(path: Path) -> int:
-    """Drop the rows the gate stopped that today's gate would pass (it was retrained or its cuts
-    recalibrated since: each stopped post is scored again), so the next run writes them again;
-    every other row stays, among them posts the LLM's vote stopped after the gate passed them (the
-    pipeline decodes greedily, so a rerun mostly writes the same text, though llama.cpp's output
-    can shift with its cache's contents). Returns how many were dropped."""
+def drop_gate_changed(path: Path) -> int:
+    """Drop the rows whose gate decision today's gate would change (it was retrained or its cuts
+    recalibrated since: every post is scored again), so the next run writes them again: a post it
+    stopped that it now passes, or one it passed that it now stops. Every other row stays, among
+    them posts the LLM's vote stopped after the gate passed them (the pipeline decodes greedily, so
+    a rerun mostly writes the same text, though llama.cpp's output can shift with its cache's
+    contents). Returns how many were dropped."""
     from rebuttal.learned.gate import SHIPPED, HateGate
+    from rebuttal.llm.embeddings import load_minilm
 
     if not path.exists():
         return 0
     rows = read_jsonl(path)
-    stopped = [row for row in rows if row["status"] == "not_hateful"
-               and not ((row.get("analysis") or {}).get("gate") or {}).get("hateful")]
-    if not stopped:
+    gated = [row for row in rows if ((row.get("analysis") or {}).get("gate") or {}).get("hateful") is not None]
+    if not gated:
         return 0
-    gate = HateGate.load(SHIPPED)
-    scored = gate.scores([row["text"] for row in stopped])
-    passes = {row["id"] for row, (score, used, _) in zip(stopped, scored) if score >= used.threshold}
-    kept = [row for row in rows if row["id"] not in passes]
+    texts = [row["text"] for row in gated]
+    scored = HateGate.load(SHIPPED).scores(texts, load_minilm().encode(texts))  # the English blend reads MiniLM
+    changed = {row["id"] for row, (score, used, _) in zip(gated, scored)
+               if (score >= used.threshold) != row["analysis"]["gate"]["hateful"]}
+    kept = [row for row in rows if row["id"] not in changed]
     write_jsonl(path, kept)
     return len(rows) - len(kept)
 

@@ -107,7 +107,7 @@ def main() -> None:
                 continue  # the same kind of model for this language: the shipped rows stand for it
             for label, one, held_out in variants(gate, name, kinds[name][lang], lang, hatecheck):
                 started = time.perf_counter()
-                in_sample = one.score(texts, vectors if one.uses_vectors else None, lang, encoder)
+                in_sample = one.score(texts, vectors if one.reads_vectors else None, lang, encoder)
                 ms = (time.perf_counter() - started) * 1000 / len(texts)
                 lines.append(row(lang, label, hatecheck, held_out, in_sample, one.threshold)
                              + silver_recall(one, lang, own, own_vectors, encoder) + f" {ms:.2f} |"
@@ -133,7 +133,7 @@ def silver_recall(gate, lang: str, rounds: list[list[str]], vectors: list, encod
         return " n/a (no posts in this language) |"
     shares = []
     for texts, rows in zip(rounds, vectors):
-        called = int((gate.score(texts, rows if gate.uses_vectors else None, lang, encoder) >= gate.threshold).sum())
+        called = int((gate.score(texts, rows if gate.reads_vectors else None, lang, encoder) >= gate.threshold).sum())
         shares.append(f"{called}/{len(texts)} ({called / len(texts):.2f})")
     return f" {shares[0]} [{shares[1]}] |"
 
@@ -143,7 +143,7 @@ def post_ms(gate, lang: str, posts: list[str], vectors, encoder) -> str:
     times = []
     for text, vector in zip(posts, vectors):
         started = time.perf_counter()
-        gate.score([text], vector[None] if gate.uses_vectors else None, lang, encoder)
+        gate.score([text], vector[None] if gate.reads_vectors else None, lang, encoder)
         times.append((time.perf_counter() - started) * 1000)
     return f" {np.median(times):.1f} [{np.percentile(times, 90):.1f}] |"
 

@@ -28,23 +28,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results" / "gate_folds.md"
 CANDIDATES = ROOT / "runs" / "gate-candidates"
-# What the states variants read: a subsample (the shipped English gate read 500 rows per source and
-# label and all 3,862 silver posts; this machine's CPU is shared with an LLM benchmark).
+# What the English states variants read: the shipped gate's sample (500 rows per source and label
+# and all 3,862 silver posts); Chinese states variants a 100-row subsample.
 STATES_CORPUS_PER_SOURCE = 100
-STATES_SLICE_PER_SOURCE = 40
+STATES_SLICE_PER_SOURCE = 100
 LINEAR_CORPUS_PER_SOURCE = 500
 LINEAR_SLICE_PER_SOURCE = 300
 SEED = 5
 
 
 def shipped_seen(lang: str) -> set[str]:
-    """Texts the shipped gate trained on (its corpus sample, drawn before the slice existed)."""
+    """Texts the 2026-12-02 English gate trained on (its corpus sample, drawn before the slice
+    existed): left out of the slice so that the slice means the same for every gate since."""
     from rebuttal.learned import datasets
-    from rebuttal.learned.train import _corpus_sample
 
     if lang == "zh":
-        return set()  # it read every STATE-ToxiCN post: its Chinese slice figures are in-sample
-    return {r.text for r in datasets.gate_corpus(DATA, lang, **_corpus_sample(lang, "states"), with_held_out=True)}
+        return set()  # the shipped Chinese gate read every STATE-ToxiCN post: its slice figures are in-sample
+    return {r.text for r in datasets.gate_corpus(DATA, lang, per_source=500, whole=("silver",), with_held_out=True)}
 
 
 def slice_sample(lang: str, per_source: int) -> list:
@@ -58,9 +58,14 @@ def rows_for(lang: str, kind: str) -> dict[str, list]:
     """{"hatecheck", "corpus", "slice"} rows a `kind` ("states" or "linear") variant reads."""
     from rebuttal.learned import datasets
 
-    per_source = STATES_CORPUS_PER_SOURCE if kind == "states" else LINEAR_CORPUS_PER_SOURCE
+    from rebuttal.learned.train import _corpus_sample
+
     sliced = STATES_SLICE_PER_SOURCE if kind == "states" else LINEAR_SLICE_PER_SOURCE
-    return {"hatecheck": datasets.hatecheck(DATA, lang), "corpus": datasets.gate_corpus(DATA, lang, per_source),
+    if kind == "linear":
+        sample = {"per_source": LINEAR_CORPUS_PER_SOURCE}
+    else:
+        sample = _corpus_sample(lang, "states") if lang == "en" else {"per_source": STATES_CORPUS_PER_SOURCE}
+    return {"hatecheck": datasets.hatecheck(DATA, lang), "corpus": datasets.gate_corpus(DATA, lang, **sample),
             "slice": slice_sample(lang, sliced)}
 
 

@@ -327,3 +327,48 @@ def test_calibrate_gate_sets_a_language_threshold_by_hand_and_refuses_bad_ones(s
     for bad in ("zh", "zh=1.5", "fr=0.5"):
         refused = CliRunner().invoke(app, [*args, "--threshold", bad])
         assert refused.exit_code == 2 and "error:" in refused.output
+
+
+def test_calibrate_on_real_posts_takes_the_lowest_cut_within_the_dev_budget_and_no_llm_band():
+    # the dev slice: 10 hateful, 10 non-hateful; with a 0.1 budget one non-hateful post (0.62) may pass
+    dev = {"scores": [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.3, 0.2, 0.1, 0.62, 0.44, 0.3, 0.2, 0.2, 0.1, 0.1, 0.05, 0.05, 0.05],
+           "hateful": [True] * 10 + [False] * 10}
+    info = {"held_out_scores": [0.9, 0.1], "dev_posts": dev, "real_fpr_budget": 0.1}
+    gate = LanguageGate(np.zeros(1), 0.0, 0.5, False)
+    calibrate(gate, info, [True, False], recall_target=0.9, max_fpr=0.15, fpr_budget=0.125)
+    assert gate.threshold == 0.45 == gate.sure and info["threshold"] == 0.45  # 0.44 would let a second one in
+    info["real_fpr_budget"] = None  # HateCheck's rule again
+    calibrate(gate, info, [True, False], recall_target=0.9, max_fpr=0.15, fpr_budget=0.125)
+    assert gate.threshold == 0.11  # recall cut 0.9, lowered while the one benign case (0.1) stays below
+
+
+def test_a_blended_gate_mixes_its_logit_with_the_linear_gate_s_and_round_trips(tmp_path):
+    from rebuttal.learned.gate import blended, pooled_states, train_states_gate
+
+    reader = MarkerReader()
+    texts = [f"{w} people are {a}" for w in ("these", "those", "some", "many") for a in ("vile", "kind", "tall")] * 3
+    labels = ["vile" in t for t in texts]
+    spec = {"model": "no-such-model", "layers": 3, "max_tokens": 8}
+    states = train_states_gate(pooled_states(reader, texts), labels, np.ones(len(texts)), spec, c=1.0)
+    states.reader = reader
+    linear = train_language_gate(texts, labels, "en", None)
+    alone = HateGate({"en": states, "zh": linear}, {}, {"en": linear})
+    probe = ["many people are vile", "some people are tall"]
+    own = [p for p, _, _ in alone.scores(probe)]
+    states.blend = 0.25
+    with pytest.raises(ValueError, match="partner"):
+        states.score(probe, None, "en")
+    states.partner = linear
+    assert states.kind == "model states + linear"
+    mixed = [p for p, _, _ in alone.scores(probe)]
+    expected = blended(np.array(own), linear.score(probe, None, "en"), 0.25)
+    assert mixed == pytest.approx(list(expected)) and mixed != pytest.approx(own) and mixed[0] > 0.5 > mixed[1]
+    assert blended(np.array([0.8]), np.array([0.8]), 0.3) == pytest.approx([0.8])  # agreeing halves: the same
+    loaded = HateGate.load(alone.save(tmp_path / "gate.npz"))
+    assert loaded.gates["en"].blend == pytest.approx(0.25) and loaded.gates["zh"].blend is None
+    loaded.gates["en"].reader = reader
+    assert [p for p, _, _ in loaded.scores(probe)] == pytest.approx(mixed, abs=1e-5)
+    old = {k: v for k, v in np.load(tmp_path / "gate.npz").items()}
+    old["en_head"] = old["en_head"][:4]  # a gate saved before blends existed
+    np.savez(tmp_path / "old.npz", **old)
+    assert HateGate.load(tmp_path / "old.npz").gates["en"].blend is None

@@ -74,14 +74,17 @@ def test_train_gate_keeps_a_language_and_trains_chinese_with_the_rejections(tmp_
     shipped = HateGate.load()
     gate = train_gate(root, tmp_path / "out", chinese="linear", keep=shipped.only(["en"]))
     assert gate.gates["en"] is shipped.gates["en"] and gate.fallbacks["en"] is shipped.fallbacks["en"]
-    from rebuttal.learned.datasets import LabelledText, held_out
+    from rebuttal.learned.datasets import LabelledText, held_out, real_dev
 
-    trained = [i for i in range(30) if not held_out(LabelledText("", True, "state-toxicn", group=f"post:{i}"))]
-    assert 20 <= len(trained) < 30  # a held-out post's rejection leaves with it (issue 47's real-post slice)
+    posts = {i: LabelledText("", True, "state-toxicn", group=f"post:{i}") for i in [*range(30), *range(100, 130)]}
+    trained = [i for i in range(30) if not held_out(posts[i]) and not real_dev(posts[i])]
+    assert 15 <= len(trained) < 30  # a held-out or dev post's rejection leaves with it (issue 47's real-post slices)
     assert gate.meta["languages"]["zh"]["sources"]["state-toxicn-rejections"] == len(trained)
     zh = gate.meta["languages"]["zh"]
-    held = [i for i in [*range(30), *range(100, 130)] if held_out(LabelledText("", True, "state-toxicn", group=f"post:{i}"))]
+    held = [i for i in posts if held_out(posts[i])]
+    dev = [i for i in posts if real_dev(posts[i])]
     assert len(zh["real_posts"]["scores"]) == len(held) and len(zh["grouped_scores"]) == 40  # scored, never trained on
+    assert len(zh["dev_posts"]["scores"]) == len(dev) > 0 and zh["real_fpr_budget"] is None  # a linear gate: HateCheck's cut
     assert "held-out real posts" in (tmp_path / "out" / "gate_card.md").read_text(encoding="utf-8")
     assert "kept from the gate trained" in (tmp_path / "out" / "gate_card.md").read_text(encoding="utf-8")
     reloaded = HateGate.load(tmp_path / "out" / "gate.npz")

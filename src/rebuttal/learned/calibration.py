@@ -20,9 +20,17 @@ def calibrate(gate: LanguageGate, info: dict, hateful: list[bool], recall_target
     cases stay within `fpr_budget` (silver dev posts are real hate the templates under-represent:
     the English gate at the recall cut left 20 of 104 hateful silver dev posts unanswered); `sure`, above which the LLM
     cannot veto, is the lowest cut that non-hateful cases reach at most `max_fpr` of the time."""
-    scores = np.array(info["held_out_scores"])
-    gate.threshold = threshold_cut(scores, hateful, recall_target, fpr_budget)
-    gate.sure = sure_cut(scores, hateful, gate.threshold, max_fpr)
+    if info.get("real_fpr_budget") is not None and info.get("dev_posts"):
+        # Cut on real posts: the lowest cut that keeps the real-post dev slice's non-hateful posts
+        # within the budget (HateCheck's templates did not predict real posts, issue 47). No LLM
+        # band: on real posts the stance vote called half the human counter-speech an attack.
+        dev = info["dev_posts"]
+        gate.threshold = sure_cut(np.array(dev["scores"]), dev["hateful"], 0.05, info["real_fpr_budget"])
+        gate.sure = gate.threshold
+    else:
+        scores = np.array(info["held_out_scores"])
+        gate.threshold = threshold_cut(scores, hateful, recall_target, fpr_budget)
+        gate.sure = sure_cut(scores, hateful, gate.threshold, max_fpr)
     info.update(threshold=gate.threshold, sure=gate.sure)
 
 
@@ -102,17 +110,27 @@ def summarise_grouped(info: dict, hatecheck, recall_target: float, fpr_budget: f
     hateful, folds = [r.hateful for r in hatecheck], functionality_folds(hatecheck)
     if len(folds) < 2:
         return  # one fold: no other folds to choose its cut on
-    rates, _ = fold_rates(np.array(info["grouped_scores"]), hateful, folds, recall_target, fpr_budget)
+    scores = np.array(info["grouped_scores"])
+    at_cut = info.get("real_fpr_budget") is not None  # its cut never read HateCheck: every fold at that cut
+    rates = (rates_at(scores, hateful, folds, info["threshold"]) if at_cut else
+             fold_rates(scores, hateful, folds, recall_target, fpr_budget)[0])
     recall, fpr = [r["recall"] for r in rates], [r["fpr"] for r in rates]
     info["grouped"] = {"recall_mean": round(float(np.nanmean(recall)), 3), "recall_worst": round(float(np.nanmin(recall)), 3),
                        "fpr_mean": round(float(np.nanmean(fpr)), 3), "fpr_worst": round(float(np.nanmax(fpr)), 3),
-                       "folds": len(rates)}
+                       "folds": len(rates), "at_threshold": at_cut}
 
 
-def real_post_rates(info: dict) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def rates_at(scores: np.ndarray, hateful: list[bool], folds: list[np.ndarray], cut: float) -> list[dict]:
+    """Each fold's recall and FPR at one cut chosen without HateCheck."""
+    scores, hateful = np.asarray(scores), np.asarray(hateful, dtype=bool)
+    return [{"cut": cut, "recall": float((scores[t][hateful[t]] >= cut).mean()),
+             "fpr": float((scores[t][~hateful[t]] >= cut).mean())} for t in folds]
+
+
+def real_post_rates(info: dict, key: str = "real_posts") -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(hateful called hateful, hateful), (non-hateful called hateful, non-hateful) among the
-    held-out real posts a gate recorded, at its threshold."""
-    posts = info.get("real_posts")
+    held-out real posts a gate recorded (`key` "dev_posts": the dev slice), at its threshold."""
+    posts = info.get(key)
     if not posts or not posts["scores"]:
         return None
     called = np.array(posts["scores"]) >= info["threshold"]
@@ -124,11 +142,14 @@ def evaluation_lines(info: dict, bullet: str) -> list[str]:
     """What a gate trained since 2026-12-05 records of kinds of phrasing and posts it never saw."""
     lines = []
     if grouped := info.get("grouped"):
-        lines.append(f"{bullet}functionality-held-out HateCheck folds ({grouped['folds']}; each fold's cut chosen on the "
-                     f"others): recall {grouped['recall_mean']:.3f} mean, {grouped['recall_worst']:.3f} worst fold; FPR "
+        cut = "at the threshold" if grouped.get("at_threshold") else "each fold's cut chosen on the others"
+        lines.append(f"{bullet}functionality-held-out HateCheck folds ({grouped['folds']}; {cut}): recall {grouped['recall_mean']:.3f} mean, {grouped['recall_worst']:.3f} worst fold; FPR "
                      f"{grouped['fpr_mean']:.3f} mean, {grouped['fpr_worst']:.3f} worst fold")
-    if rates := real_post_rates(info):
-        cells = [f"{k}/{n} = {k / max(n, 1):.2f} (95% CI {wilson(k, n)[0]:.2f}-{wilson(k, n)[1]:.2f})" for k, n in rates]
-        lines.append(f"{bullet}held-out real posts ({', '.join(sorted(set(info['real_posts']['sources'])))}; no gate "
-                     f"trains on them) at the threshold: recall {cells[0]}; FPR {cells[1]}")
+    chosen = "; the cut is chosen on it" if info.get("real_fpr_budget") is not None else ""
+    for key, what in (("dev_posts", f"the real-post dev slice (no gate trains on it{chosen})"),
+                      ("real_posts", "held-out real posts (no gate trains on them)")):
+        if rates := real_post_rates(info, key):
+            cells = [f"{k}/{n} = {k / max(n, 1):.2f} (95% CI {wilson(k, n)[0]:.2f}-{wilson(k, n)[1]:.2f})" for k, n in rates]
+            lines.append(f"{bullet}{what}, {', '.join(sorted(set(info[key]['sources'])))}, at the threshold: recall "
+                         f"{cells[0]}; FPR {cells[1]}")
     return lines

@@ -47,10 +47,11 @@ def train_gate_command(
     recall: Annotated[float, typer.Option(help="hateful recall the threshold keeps on HateCheck dev folds")] = 0.9,
     max_fpr: Annotated[float, typer.Option(help="share of non-hateful HateCheck dev cases allowed at or above "
                                                 "`sure`, where the LLM can no longer veto a reply")] = 0.15,
-    english: Annotated[str, typer.Option(help="English gate: `states` (the embedded chat model's layer-14 states, "
-                                              "the shipped kind; ~45 min to read them; a linear fallback is kept), "
-                                              "`linear` (MiniLM + word n-grams, ~10 min) or `head` (token head over "
-                                              "MiniLM, ~25 min)")] = "states",
+    english: Annotated[str, typer.Option(help="English gate: `blend` (the embedded chat model's layer-14 states "
+                                              "blended with MiniLM + word n-grams on the whole corpus, the shipped "
+                                              "kind; ~45 min to read the states; the linear half is the fallback), "
+                                              "`states`, `linear` (MiniLM + word n-grams, ~10 min) or `head` (token "
+                                              "head over MiniLM, ~25 min)")] = "blend",
     chinese: Annotated[str, typer.Option(help="Chinese gate: `states` (the embedded chat model's layer-14 states, "
                                               "the shipped kind; ~15 min to read them; a linear fallback is kept) "
                                               "or `linear` (character n-grams, ~1 min)")] = "states",
@@ -64,8 +65,8 @@ def train_gate_command(
     from rebuttal.learned.train import train_gate
 
     try:
-        if english not in ("head", "linear", "states"):
-            raise typer.BadParameter("--english must be head, linear or states")
+        if english not in ("blend", "head", "linear", "states"):
+            raise typer.BadParameter("--english must be blend, head, linear or states")
         if chinese not in ("states", "linear"):
             raise typer.BadParameter("--chinese must be states or linear")
         if not set(keep) <= {"en", "zh"}:

@@ -30,15 +30,29 @@ class LabelledText:
 # A tenth of the real posts no gate trains on (issue 47): chosen by a hash of the post (its text, or
 # its STATE-ToxiCN id, so the rejections made from a held-out post leave with it), not by a seeded
 # sample, so a post stays held out whatever else a corpus holds. The Gab test file is held out whole.
+# A second tenth is the real-post dev slice: no shipped gate trains on it either, and the English
+# cut is chosen on it (train.py), so the held-out tenth stays a report split.
 HELD_OUT_TENTHS = 1
+DEV_TENTH = 1
+
+
+def _tenth(row: LabelledText) -> int | None:
+    """Which tenth of the real posts `row` is in; None for HateCheck and silver (their own splits)."""
+    if row.source.startswith("hatecheck") or row.source == "silver":
+        return None
+    key = row.group if row.group.startswith("post:") else row.text
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % 10
 
 
 def held_out(row: LabelledText) -> bool:
     """Whether `row` is in the held-out slice of real posts (never in a gate's training rows)."""
-    if row.source.startswith("hatecheck") or row.source == "silver":
-        return False  # HateCheck has its own dev half; silver has its dev rounds
-    key = row.group if row.group.startswith("post:") else row.text
-    return int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) % 10 < HELD_OUT_TENTHS
+    tenth = _tenth(row)
+    return tenth is not None and tenth < HELD_OUT_TENTHS
+
+
+def real_dev(row: LabelledText) -> bool:
+    """Whether `row` is in the real-post dev slice (never in a gate's training rows; cuts are chosen on it)."""
+    return _tenth(row) == DEV_TENTH
 
 
 def _clean(text: str) -> str:
@@ -121,30 +135,39 @@ def real_posts_sample(root: Path, lang: str, per_source: int, seed: int = 5,
                       exclude: set[str] | frozenset[str] = frozenset()) -> list[LabelledText]:
     """A seeded sample of `real_posts`, at most `per_source` of each source and label, texts in
     `exclude` left out first (e.g. the posts an older gate trained on)."""
+    return _per_source([r for r in real_posts(root, lang) if r.text not in exclude], per_source, seed)
+
+
+def real_dev_sample(root: Path, lang: str, per_source: int, seed: int = 5) -> list[LabelledText]:
+    """A seeded sample of the real-post dev slice (`real_dev`), at most `per_source` of each
+    source and label; Gab from its train file (its test file is held out whole)."""
+    rows = state_toxicn(root) if lang == "zh" else implicit_hate(root) + ethos(root) + counterspeech(root) + gab(root)
+    return _per_source([r for r in rows if real_dev(r)], per_source, seed)
+
+
+def _per_source(rows: list[LabelledText], per_source: int, seed: int,
+                whole: tuple[str, ...] = ()) -> list[LabelledText]:
     by: dict[tuple[str, bool], list[LabelledText]] = defaultdict(list)
-    for row in real_posts(root, lang):
-        if row.text not in exclude:
-            by[(row.source, row.hateful)].append(row)
+    for row in rows:
+        by[(row.source, row.hateful)].append(row)
     rng = random.Random(seed)
-    return [r for key in sorted(by) for r in (by[key] if len(by[key]) <= per_source else rng.sample(by[key], per_source))]
+    return [r for key in sorted(by) for r in
+            (by[key] if len(by[key]) <= per_source or key[0] in whole else rng.sample(by[key], per_source))]
 
 
 def gate_corpus(root: Path, lang: str, per_source: int = 6000, seed: int = 13,
                 whole: tuple[str, ...] = (), with_held_out: bool = False) -> list[LabelledText]:
     """Everything we hold for one language, at most `per_source` rows of each source and label
     (a fixed-seed sample: the Gab and implicit-hate negatives would otherwise drown the rest and
-    take most of the encoding time) except the sources in `whole`, kept entire. HateCheck is not
-    included: callers add its dev half. Chinese adds rule-made rejections of STATE-ToxiCN's hateful
-    claims (rejections.py) as non-hateful rows: we hold no Chinese counter-speech."""
+    take most of the encoding time) except the sources in `whole`, kept entire; the held-out and
+    dev slices of real posts left out (the dev rows after sampling, so a sample keeps the rows it
+    had before the dev slice existed, and their cached states). HateCheck is not included: callers
+    add its dev half. Chinese adds rule-made rejections of STATE-ToxiCN's hateful claims
+    (rejections.py) as non-hateful rows: we hold no Chinese counter-speech."""
     if lang == "zh":
         rows = state_toxicn(root) + state_toxicn_rejections(root, GATE_ROWS)
     else:
         silver = sorted((root / "factualcs-silver").glob("train*.jsonl"))
         rows = implicit_hate(root) + ethos(root) + gab(root) + counterspeech(root) + silver_posts(silver)
-    groups: dict[tuple[str, bool], list[LabelledText]] = defaultdict(list)
-    for row in rows:
-        if with_held_out or not held_out(row):
-            groups[(row.source, row.hateful)].append(row)
-    rng = random.Random(seed)
-    return [row for key in sorted(groups) for row in
-            (groups[key] if len(groups[key]) <= per_source or key[0] in whole else rng.sample(groups[key], per_source))]
+    sample = _per_source([r for r in rows if with_held_out or not held_out(r)], per_source, seed, whole)
+    return sample if with_held_out else [r for r in sample if not real_dev(r)]

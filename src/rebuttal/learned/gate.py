@@ -44,10 +44,21 @@ class LanguageGate:
     # {"model", "layers", "max_tokens"}: coef reads the chat model's pooled states instead
     states: dict | None = None
     reader: object | None = field(default=None, repr=False)  # a ContextualStates; default: shared_reader
+    # The weight of this gate's logit against the language's linear gate (its fallback), whose
+    # logit takes the rest: the states read negation and praise, the linear model, trained on ten
+    # times the real posts, reads real hate better (issue 47). None: this gate alone.
+    blend: float | None = None
+    partner: LanguageGate | None = field(default=None, repr=False)  # that linear gate, wired by HateGate.load
 
     @property
     def kind(self) -> str:
-        return "token head" if self.head is not None else "model states" if self.states else "linear"
+        kind = "token head" if self.head is not None else "model states" if self.states else "linear"
+        return kind + (" + linear" if self.blend is not None else "")
+
+    @property
+    def reads_vectors(self) -> bool:
+        """Whether scoring takes MiniLM vectors (its own features or its partner's)."""
+        return self.uses_vectors or (self.partner is not None and self.partner.uses_vectors)
 
     def features(self, texts: list[str], vectors: np.ndarray | None, lang: str):
         if self.states is not None:
@@ -64,7 +75,12 @@ class LanguageGate:
             if encoder is None:
                 raise ValueError("the token-head gate needs the MiniLM encoder")
             return head_probabilities(self.head, *encoder.token_states(texts, MAX_TOKENS))
-        return sigmoid(self.features(texts, vectors, lang) @ self.coef + self.intercept)
+        own = sigmoid(self.features(texts, vectors, lang) @ self.coef + self.intercept)
+        if self.blend is None:
+            return own
+        if self.partner is None:
+            raise ValueError("a blended gate needs its linear partner (HateGate.load wires the language's fallback)")
+        return blended(own, self.partner.score(texts, vectors, lang, encoder), self.blend)
 
 
 def pooled_states(reader, texts: list[str]) -> np.ndarray:
@@ -178,8 +194,9 @@ class HateGate:
             if gate.states is not None:
                 arrays[f"{lang}_states"] = np.array(json.dumps(gate.states))
             arrays[f"{lang}_coef"] = sparse.csr_matrix(gate.coef.reshape(1, -1)).toarray().astype(np.float32)[0]
-            arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors), gate.sure],
-                                              dtype=np.float64)
+            blend = np.nan if gate.blend is None else gate.blend
+            arrays[f"{lang}_head"] = np.array([gate.intercept, gate.threshold, float(gate.uses_vectors), gate.sure,
+                                               blend], dtype=np.float64)
             if gate.head is not None:
                 arrays.update(head_arrays(gate.head, f"{lang}_tokens."))
         np.savez_compressed(path, meta=np.array(json.dumps(self.meta)), **arrays)
@@ -191,17 +208,32 @@ class HateGate:
             gates = {name: _load_gate(data, name) for name in LANGUAGES}
             fallbacks = {lang: _load_gate(data, f"{lang}_fallback") for lang in LANGUAGES
                          if f"{lang}_fallback_coef" in data.files}
-            return cls(gates, json.loads(str(data["meta"])), fallbacks)
+            meta = json.loads(str(data["meta"]))
+        for lang, gate in gates.items():
+            if gate.blend is not None:
+                gate.partner = fallbacks[lang]
+        return cls(gates, meta, fallbacks)
+
+
+def blended(own: np.ndarray, linear: np.ndarray, weight: float) -> np.ndarray:
+    """The probability whose logit is `weight` x `own`'s + (1 - `weight`) x `linear`'s."""
+    def logit(p):
+        p = np.clip(np.asarray(p, dtype=np.float64), 1e-6, 1 - 1e-6)
+        return np.log(p / (1 - p))
+
+    return sigmoid(weight * logit(own) + (1 - weight) * logit(linear))
 
 
 def _rows(vectors: np.ndarray | None, rows: list[int], gate: LanguageGate) -> np.ndarray | None:
-    return vectors[rows] if vectors is not None and gate.uses_vectors else None
+    return vectors[rows] if vectors is not None and gate.reads_vectors else None
 
 
 def _load_gate(data, name: str) -> LanguageGate:
-    head = data[f"{name}_head"]  # gates saved before `sure` existed have three values
+    head = data[f"{name}_head"]  # older gates have three values (no `sure`) or four (no blend)
     gate = LanguageGate(data[f"{name}_coef"], float(head[0]), float(head[1]), bool(head[2]),
                         float(head[3]) if len(head) > 3 else 1.01)
+    if len(head) > 4 and not np.isnan(head[4]):
+        gate.blend = float(head[4])
     if f"{name}_states" in data.files:
         gate.states = json.loads(str(data[f"{name}_states"]))
     prefix = f"{name}_tokens."

@@ -15,8 +15,8 @@ import numpy as np
 
 from rebuttal.learned.calibration import (FPR_BUDGET, calibrate, evaluation_lines, functionality_folds,
                                           summarise_grouped)
-from rebuttal.learned.gate import (HateGate, LanguageGate, pooled_states, shared_reader, train_language_gate,
-                                   train_states_gate)
+from rebuttal.learned.gate import (HateGate, LanguageGate, blended, pooled_states, shared_reader,
+                                   train_language_gate, train_states_gate)
 from rebuttal.learned.text import sigmoid
 
 LICENCE_NOTE = (
@@ -27,10 +27,15 @@ LICENCE_NOTE = (
 )
 
 
+_VECTORS: dict[str, np.ndarray] = {}  # a blend's linear half and the fallback read the same texts
+
+
 def minilm_vectors(texts: list[str]) -> np.ndarray:
     from rebuttal.llm.embeddings import load_minilm
 
-    return load_minilm().encode(texts)
+    if missing := [t for t in dict.fromkeys(texts) if t not in _VECTORS]:
+        _VECTORS.update(zip(missing, load_minilm().encode(missing)))
+    return np.stack([_VECTORS[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
 
 HEAD_PER_SOURCE = 1500  # the token head reads 48 token states per text: a smaller corpus sample
@@ -40,8 +45,9 @@ HEAD_PER_SOURCE = 1500  # the token head reads 48 token states per text: a small
 # FIRE exists for: with 500 of them the gate left 16 of the 104 hateful silver dev round-1 posts
 # unanswered, with all 3,862 it leaves 7, at the same HateCheck held-out FPR (0.123; recall 0.912).
 # Chosen on silver dev round 1 among three variants (C 0.003 or silver rows at half weight: 8 left).
-EN_STATES_PER_SOURCE = 500
+EN_STATES_PER_SOURCE = 1500  # 500 until 2026-12-07: on the real-post dev slice AUC 0.807 -> 0.840 (states alone)
 EN_STATES_WHOLE = ("silver",)
+EN_STATES_KINDS = {("en", "states"), ("en", "blend")}
 # The Chinese gate's features: the chat model after 14 of its 28 layers, first 64 tokens. Chosen
 # on template-held-out folds of HateCheck zh dev (exploration on whole posts, FPR at 90% recall: C 0.001
 # 0.24, C 0.01 0.32; a token head over the same states 0.32; character n-grams 0.66). English uses
@@ -60,15 +66,27 @@ HATECHECK_WEIGHT = 3.0  # HateCheck rows count thrice: they carry the negations,
 # list), slurs + per-functionality: mean fold recall 0.907-0.910 against 0.908, FPR 0.561-0.568 against
 # 0.547; real-post recall 0.598-0.622 against 0.630. None shipped.
 REAL_POSTS_PER_SOURCE = 100  # held-out real posts a trained gate is scored on, per source and label (issue 47)
+DEV_POSTS_PER_SOURCE = 150  # real-post dev slice rows, per source and label: a blend's cut is chosen on them
+# The English gate since 2026-12-07: the states gate's logit blended with the linear gate's (trained
+# on up to 6,000 posts per source and label), cut on the real-post dev slice at FPR 0.175 (a margin
+# under issue 47's 0.20). The weight maximised the mean of two dev recalls, the dev slice's at FPR
+# 0.175 and the functionality-held-out HateCheck folds' at FPR 0.15 (pooled): states alone 0.701 /
+# 0.760, linear alone 0.742 / 0.578, 0.5 each 0.780 / 0.740 (0.3-0.7: 0.724-0.760). The held-out
+# slice was not read for it. The LLM's stance vote is no help on real posts (a scratch run on 133 dev-corpus posts,
+# 2026-12-07 session note): it called 30 of 60 human counter-speech replies and 38 of 60 non-hateful Gab posts attacks.
+BLEND_WEIGHT = 0.5
+REAL_FPR_BUDGET = 0.175
 
 
 def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_target: float = 0.9,
-               max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET, english: str = "states",
+               max_fpr: float = 0.15, fpr_budget: float = FPR_BUDGET, english: str = "blend",
                chinese: str = "states", keep: HateGate | None = None) -> HateGate:
     """One gate per language on the labelled corpora plus the HateCheck dev half, its cuts set
     by `calibrate` from template-held-out folds of HateCheck dev (a template never sits in train
-    and test of the same fold). Each language's kind: "states" (the chat model's states; a linear
-    fallback is trained too), "linear", or (English) "head" (token head, gate_head.py). The
+    and test of the same fold), or for a blend from the real-post dev slice. Each language's kind:
+    "blend" (the chat model's states blended with a linear gate on the whole corpus, which is also
+    the fallback), "states" (the chat model's states; a linear fallback is trained too), "linear",
+    or (English) "head" (token head, gate_head.py). The
     languages of `keep` (a gate, e.g. `HateGate.only(["en"])`) are copied, not trained again."""
     from rebuttal.learned import datasets
 
@@ -82,9 +100,18 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
             continue
         corpus = datasets.gate_corpus(root, lang, **_corpus_sample(lang, kind))
         hatecheck = datasets.hatecheck(root, lang)
-        rows = (corpus, hatecheck, datasets.real_posts_sample(root, lang, REAL_POSTS_PER_SOURCE))
+        rows = (corpus, hatecheck, datasets.real_posts_sample(root, lang, REAL_POSTS_PER_SOURCE),
+                datasets.real_dev_sample(root, lang, DEV_POSTS_PER_SOURCE))
         cuts = (recall_target, max_fpr, fpr_budget)
-        gates[lang], info[lang] = _calibrated(builders[kind], *rows, lang, c, *cuts)
+        if kind == "blend":  # the linear half reads the whole corpus (milliseconds a text), the states half a sample
+            linear = (datasets.gate_corpus(root, lang), *rows[1:])
+            fallbacks[lang], info_linear = _calibrated(_linear_gate, *linear, lang, c, *cuts)
+            gates[lang], info[lang] = _calibrated(_blend_builder(linear[0], BLEND_WEIGHT), *rows, lang, c, *cuts,
+                                                  real_fpr_budget=REAL_FPR_BUDGET)
+            gates[lang].partner = fallbacks[lang]
+            info[lang]["fallback"] = info_linear | {"sources": dict(Counter(r.source.split(":")[0] for r in linear[0] + hatecheck))}
+        else:
+            gates[lang], info[lang] = _calibrated(builders[kind], *rows, lang, c, *cuts)
         info[lang]["sources"] = dict(Counter(r.source.split(":")[0] for r in corpus + hatecheck))
         if kind == "states":  # for machines without the embedded model
             fallbacks[lang], info[lang]["fallback"] = _calibrated(_linear_gate, *rows, lang, c, *cuts)
@@ -99,23 +126,25 @@ def train_gate(root: str | Path, out: str | Path, *, c: float = 4.0, recall_targ
 def _corpus_sample(lang: str, kind: str) -> dict:
     if kind == "head":
         return {"per_source": HEAD_PER_SOURCE}
-    return {"per_source": EN_STATES_PER_SOURCE, "whole": EN_STATES_WHOLE} if (lang, kind) == ("en", "states") else {}
+    return {"per_source": EN_STATES_PER_SOURCE, "whole": EN_STATES_WHOLE} if (lang, kind) in EN_STATES_KINDS else {}
 
 
-def _calibrated(build, corpus, hatecheck, real, lang, c, recall_target, max_fpr,
-                fpr_budget) -> tuple[LanguageGate, dict]:
+def _calibrated(build, corpus, hatecheck, real, dev, lang, c, recall_target, max_fpr, fpr_budget,
+                real_fpr_budget: float | None = None) -> tuple[LanguageGate, dict]:
     """A gate from `build` and what it records: its template-held-out and functionality-held-out
-    HateCheck scores, and the scores of held-out real posts `real` (trained on everything else)."""
-    gate, fit_score = build(corpus, hatecheck, real, lang, c)
+    HateCheck scores, and the scores of held-out real posts `real` and of the real-post dev slice
+    `dev` (trained on everything else). With `real_fpr_budget` its cut is chosen on `dev`."""
+    gate, fit_score = build(corpus, hatecheck, real + dev, lang, c)
     n = len(corpus) + len(hatecheck)
     grouped = held_out_scores(corpus, hatecheck, fit_score, split=functionality_folds(hatecheck))
-    posts = fit_score(np.arange(n), n + np.arange(len(real))) if real else []
+    posts = fit_score(np.arange(n), n + np.arange(len(real) + len(dev))) if real + dev else []
     info = {"model": gate.kind, "records": n, "states": gate.states,
             "held_out_scores": _rounded(held_out_scores(corpus, hatecheck, fit_score)),
-            "grouped_scores": _rounded(grouped), "real_posts": {"scores": _rounded(posts), "hateful": [
-                r.hateful for r in real], "sources": [r.source for r in real]}}
-    summarise_grouped(info, hatecheck, recall_target, fpr_budget)
+            "grouped_scores": _rounded(grouped), "real_fpr_budget": real_fpr_budget}
+    for key, rows, scores in (("real_posts", real, posts[:len(real)]), ("dev_posts", dev, posts[len(real):])):
+        info[key] = {"scores": _rounded(scores), "hateful": [r.hateful for r in rows], "sources": [r.source for r in rows]}
     calibrate(gate, info, [r.hateful for r in hatecheck], recall_target, max_fpr, fpr_budget)
+    summarise_grouped(info, hatecheck, recall_target, fpr_budget)
     return gate, info
 
 
@@ -134,8 +163,8 @@ def recalibrate_gate(path: str | Path, root: str | Path, out: str | Path, *, rec
         hatecheck = datasets.hatecheck(Path(root), lang)
         hateful = [r.hateful for r in hatecheck]
         info.pop("threshold_by_hand", None)  # an earlier hand-set cut is recalibrated too
-        summarise_grouped(info, hatecheck, recall_target, fpr_budget)
         calibrate(gate.gates[lang], info, hateful, recall_target, max_fpr, fpr_budget)
+        summarise_grouped(info, hatecheck, recall_target, fpr_budget)
         if lang in gate.fallbacks:
             calibrate(gate.fallbacks[lang], info["fallback"], hateful, recall_target, max_fpr, fpr_budget)
         if lang in thresholds:
@@ -254,11 +283,32 @@ def _states_gate(corpus, hatecheck, real, lang, c):
     return fit(np.arange(len(corpus) + len(hatecheck))), fit_score
 
 
+def _blend_builder(linear_corpus: list, weight: float):
+    """A builder of the states gate blended with a linear gate (`LanguageGate.blend`): the states
+    half trains on its corpus sample, the linear half on `linear_corpus`, both on the same
+    HateCheck rows, so a HateCheck case held out of one is held out of both."""
+    def build(corpus, hatecheck, extra, lang, c):
+        states, fit_states = _states_gate(corpus, hatecheck, extra, lang, c)
+        _, fit_linear = _linear_gate(linear_corpus, hatecheck, extra, lang, c)
+        n, shift = len(corpus), len(linear_corpus) - len(corpus)
+
+        def fit_score(train, held):  # indices into corpus + hatecheck + extra; the linear half's corpus is longer
+            assert np.all(held >= n), "a blend holds out HateCheck or extra rows only"
+            linear_train = np.r_[np.arange(len(linear_corpus)), train[train >= n] + shift]
+            return blended(fit_states(train, held), fit_linear(linear_train, held + shift), weight)
+
+        states.blend = weight
+        return states, fit_score
+
+    return build
+
+
 def gate_card(gate: HateGate) -> str:
     models = {"token head": "a token head (one 128-wide transformer layer) over frozen all-MiniLM-L6-v2 token "
                             "states (first 48 tokens)", "linear": "logistic regression",
               "model states": "logistic regression on the embedded chat model's hidden states (mean and last "
                               "token state, standardised)"}
+    models["model states + linear"] = models["model states"]
     made = f"Trained {gate.meta.get('trained', '')} by `rebuttal learned train-gate`".replace("  ", " ")
     if "calibrated" in gate.meta:
         made += f"; cuts set {gate.meta['calibrated']} by `rebuttal learned calibrate-gate`"
@@ -270,21 +320,31 @@ def gate_card(gate: HateGate) -> str:
         fallback = (f" (fallback when that model is not installed: logistic regression on {grams}, "
                     "flagged `gate_fallback`)") if "fallback" in info else ""
         kept = f"; kept from the gate trained {info['kept']}" if "kept" in info else ""
-        lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{fallback}{kept}")
+        blend = gate.gates[lang].blend
+        mixed = (f", its logit blended with the linear gate's (weight {1 - blend:.2f}; that gate is also the "
+                 "fallback)") if blend is not None else ""
+        lines.append(f"- {lang}: {models[info.get('model', 'linear')]}{read}{mixed}{fallback}{kept}")
     lines += ["", "Linear gates: MiniLM vectors + hashed word 1-2-grams (English), hashed character 1-3-grams "
               "(Chinese).", "", "## Data", ""]
     for lang, info in gate.meta["languages"].items():
         raised = ", raised to the threshold if below it" if info.get("threshold_by_hand") else ""
         chosen = ("set by hand with `calibrate-gate --threshold`" if info.get("threshold_by_hand") else
+                  f"the lowest cut at which the real-post dev slice's non-hateful posts stay within "
+                  f"{info['real_fpr_budget']}" if info.get("real_fpr_budget") is not None else
                   f"hateful recall >= {gate.meta['recall_target']} on template-held-out folds of the HateCheck dev "
                   f"half, lowered while non-hateful cases stay within {gate.meta.get('fpr_budget', 0.0)}")
+        sure = ("the threshold: no band where the LLM's 'not hateful' vetoes a reply"
+                if info.get("real_fpr_budget") is not None and not raised else
+                f"held-out non-hateful cases at or above it <= {gate.meta['max_fpr']}{raised}: from there the LLM's "
+                "'not hateful' no longer vetoes a reply")
         lines.append(f"- {lang}: {info['records']} texts from {json.dumps(info['sources'])}; threshold "
-                     f"{info['threshold']:.2f} ({chosen}); sure {info['sure']:.2f} (held-out non-hateful cases at or "
-                     f"above it <= {gate.meta['max_fpr']}{raised}: from there the LLM's 'not hateful' no longer vetoes "
-                     "a reply)")
+                     f"{info['threshold']:.2f} ({chosen}); sure {info['sure']:.2f} ({sure})")
         lines += evaluation_lines(info, "  - ")
         if "fallback" in info:
-            lines.append(f"  - fallback: threshold {info['fallback']['threshold']:.2f}, sure {info['fallback']['sure']:.2f}")
+            read = f" ({info['fallback']['records']} texts from {json.dumps(info['fallback']['sources'])})" \
+                if "sources" in info["fallback"] else ""
+            lines.append(f"  - fallback{read}: threshold {info['fallback']['threshold']:.2f}, sure "
+                         f"{info['fallback']['sure']:.2f}")
             lines += evaluation_lines(info["fallback"], "    - ")
     lines += ["", "Sources: implicit hate corpus (CC BY 4.0), ETHOS (GPL-3.0), Gab Hate Corpus (see its OSF page), "
               "human counter-speech from CONAN (research only) and CrowdCounter (MIT) as non-hateful examples, the "
