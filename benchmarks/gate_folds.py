@@ -57,7 +57,6 @@ def slice_sample(lang: str, per_source: int) -> list:
 def rows_for(lang: str, kind: str) -> dict[str, list]:
     """{"hatecheck", "corpus", "slice"} rows a `kind` ("states" or "linear") variant reads."""
     from rebuttal.learned import datasets
-
     from rebuttal.learned.train import _corpus_sample
 
     sliced = STATES_SLICE_PER_SOURCE if kind == "states" else LINEAR_SLICE_PER_SOURCE

@@ -10,6 +10,7 @@ import pytest
 
 from rebuttal.learned import HateGate
 from rebuttal.learned.calibration import sure_cut
+from test_learned import MarkerReader
 
 GROUPS = ("women", "migrants", "muslims", "jews", "gays", "elders")
 
@@ -41,18 +42,6 @@ def _data(root):
              for t in range(10) for bad in (0, 1) for g in GROUPS[:2]]
     (root / "hatecheck-en" / "dev.jsonl").write_text("\n".join(map(json.dumps, cases)), encoding="utf-8")
     return root
-
-
-class MarkerReader:
-    dim = 8
-
-    def token_states(self, text):
-        words = text.split()
-        states = np.zeros((len(words), self.dim), np.float32)
-        for i, word in enumerate(words):
-            states[i, 0] = word == "vile"
-            states[i, 1 + zlib.crc32(word.encode()) % 7] += 1.0
-        return words, states
 
 
 def _vectors(texts):

@@ -124,7 +124,7 @@ def real_posts(root: Path, lang: str) -> list[LabelledText]:
     """The held-out slice of real posts (`held_out`), which `gate_corpus` never returns: English
     from implicit hate, ETHOS, human counter-speech and the whole Gab test file; Chinese from
     STATE-ToxiCN (its sentence label, `sen_hate`)."""
-    rows = state_toxicn(root) if lang == "zh" else implicit_hate(root) + ethos(root) + counterspeech(root) + gab(root)
+    rows = _real_sources(root, lang)
     silver = [] if lang == "zh" else silver_posts(sorted((root / "factualcs-silver").glob("train*.jsonl")))
     trained = {r.text for r in rows + silver if not held_out(r) or r.source == "gab"}  # a post may sit in two sources
     held = [r for r in rows if held_out(r) and r.source != "gab"] + ([] if lang == "zh" else gab(root, "test"))
@@ -141,8 +141,12 @@ def real_posts_sample(root: Path, lang: str, per_source: int, seed: int = 5,
 def real_dev_sample(root: Path, lang: str, per_source: int, seed: int = 5) -> list[LabelledText]:
     """A seeded sample of the real-post dev slice (`real_dev`), at most `per_source` of each
     source and label; Gab from its train file (its test file is held out whole)."""
-    rows = state_toxicn(root) if lang == "zh" else implicit_hate(root) + ethos(root) + counterspeech(root) + gab(root)
-    return _per_source([r for r in rows if real_dev(r)], per_source, seed)
+    return _per_source([r for r in _real_sources(root, lang) if real_dev(r)], per_source, seed)
+
+
+def _real_sources(root: Path, lang: str) -> list[LabelledText]:
+    """Every real post the held-out and dev slices are cut from (Gab: its train file)."""
+    return state_toxicn(root) if lang == "zh" else implicit_hate(root) + ethos(root) + counterspeech(root) + gab(root)
 
 
 def _per_source(rows: list[LabelledText], per_source: int, seed: int,
