@@ -81,3 +81,25 @@ def test_the_median_of_an_even_count_is_the_mean_of_the_middle_two():
     and redrafted posts: the upper middle value alone overstated FIRE's median."""
     assert fire_rows.percentile([23.5, 24.0, 28.5, 37.1, 40.0, 50.0], 0.5) == pytest.approx(32.8)
     assert fire_rows.percentile([1.0, 2.0, 3.0], 0.9) == pytest.approx(2.8)
+
+
+def test_rows_whose_block_candidates_the_library_now_changes_are_dropped(tmp_path, monkeypatch):
+    from fakes import WordEncoder
+
+    from rebuttal.fire.blocks import BlockLibrary
+    from rebuttal.fire.candidates import RIVALS
+    from rebuttal.fire.compose import compose_candidates
+    from rebuttal.llm import embeddings
+    from rebuttal.types import HateType
+
+    monkeypatch.setattr(embeddings, "load_minilm", WordEncoder)
+    post, analysis = "Muslims are vermin and a disease", {"target_group": "Muslims", "category": "dehumanization"}
+    now = compose_candidates(BlockLibrary.load(WordEncoder()), post, "Muslims", HateType.dehumanization, RIVALS)
+    current = [{"origin": "blocks", "note": m.match.block.id} for m in now] + [{"origin": "free", "note": ""}]
+    rows = [{"id": "same", "text": post, "analysis": analysis, "reply": {"candidates": current}},
+            {"id": "stale", "text": post, "analysis": analysis, "reply": {"candidates": current[1:]}},
+            {"id": "stopped", "text": post, "analysis": {"gate": {"hateful": False}}, "reply": None}]
+    path = tmp_path / "fire.jsonl"
+    fire_rows.write_jsonl(path, rows)
+    assert now and fire_rows.drop_blocks_changed(path) == 1
+    assert [r["id"] for r in fire_rows.read_jsonl(path)] == ["same", "stopped"]

@@ -64,6 +64,12 @@ def test_a_broken_line_names_its_file_and_line(tmp_path):
     ("Women", "feminist queers ruin metal", "feminists", "Women"),  # the label the post names wins
     ("Disabled", "they are a burden", "disabled people", "Disabled"),
     ("Others", "everything they wear is black", UNNAMED, "Others"),  # a colour, not people
+    ("Others", "Feminism is a waste of time", "feminists", "Women"),
+    ("Others", "The Koran should not be taught in schools", "Muslims", "Muslims"),
+    ("Others", "all leftists are brainwashed", "people on the left", "Political group"),
+    ("Political group", "republicans are morons", "people on the right", "Political group"),
+    ("Jews", "his (((creditors))) and the liberals own him", "Jewish people", "Jews"),  # a side never outranks the label
+    ("Others", "Muslims and their liberal friends", "Muslims", "Muslims"),
 ])
 def test_people_are_named_neutrally_from_the_group_and_the_posts_words(group, post, people, label):
     assert people_and_group(group, post) == (people, label)
@@ -101,6 +107,28 @@ def test_the_closest_block_answers_and_a_fallback_stands_in_when_none_does(libra
     made = compose(blocks, "Women ruin every single office", "Women", HateType.nonfactual)
     assert made.match.block.id == "norm-any-respect" and not made.answers  # nothing answers: the fallback
     assert "no block answers" in made.why()
+
+
+UNNAMED_FALLBACK = {"id": "norm-any-unnamed", "kind": "norm", "categories": ["nonfactual"], "targets": ["any"],
+                    "answers": ["they are scum"], "fallback": True,
+                    "text": "Insults make no argument; everyone deserves the same basic respect."}
+
+
+def test_a_post_that_names_nobody_gets_only_blocks_that_name_nobody(tmp_path, library):
+    path = tmp_path / "with-unnamed.jsonl"
+    path.write_text("".join(json.dumps(b) + "\n" for b in [*LIBRARY, UNNAMED_FALLBACK]))
+    blocks = BlockLibrary.load(WordEncoder(), [path])
+    made = compose(blocks, "they ruin everything, scum", "Others", HateType.nonfactual)
+    assert made.match.block.id == "norm-any-unnamed" and made.text == UNNAMED_FALLBACK["text"]
+    made = compose(blocks, "Women ruin every single office", "Women", HateType.nonfactual)
+    assert made.match.block.id == "norm-any-respect"  # a post that names its people gets the fallback naming them
+    assert compose(BlockLibrary.load(WordEncoder(), [library]), "they ruin everything", "Others",
+                   HateType.nonfactual) is None  # no block names nobody: the model drafts
+
+
+@pytest.mark.parametrize("category", list(HateType))
+def test_every_category_has_a_fallback_that_names_nobody(shipped, category):
+    assert [b.id for b in shipped if b.unnamed_fallback and category in b.categories and b.language == "en"]
 
 
 def test_a_block_naming_a_label_the_post_never_used_is_not_chosen(library):

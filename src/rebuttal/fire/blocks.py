@@ -48,6 +48,16 @@ class Block(BaseModel):
     def generic(self) -> bool:
         return ANY in self.targets
 
+    @property
+    def names_people(self) -> bool:
+        """Its text names the post's people (`{people}`): it cannot serve a post that names nobody."""
+        return "{people}" in self.text.lower()
+
+    @property
+    def unnamed_fallback(self) -> bool:
+        """A generic fallback that names nobody: the category's reply when the post names no group."""
+        return self.fallback and self.generic and not self.names_people
+
     def fits(self, target_group: str) -> bool:
         return self.generic or target_group in self.targets
 

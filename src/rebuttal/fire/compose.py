@@ -49,16 +49,17 @@ NAMED = [
     (r"\brefugees?\b|\basylum", "refugees", "Immigrants"),
     (r"\bmigrants?\b", "migrants", "Immigrants"),
     (r"\bimmigrants?\b", "immigrants", "Immigrants"),
-    (r"\bmuslims?\b|\bmoslems?\b|\bislam|\bmuzz|\btowelhead|\braghead", "Muslims", "Muslims"),
+    (r"\bmuslims?\b|\bmoslems?\b|\bislam|\bmuzz|\btowelhead|\braghead|\bkoran\b|\bquran\b|\bsharia\b|\bmosques?\b",
+     "Muslims", "Muslims"),
     (r"\bjews?\b|\bjewish\b|\bkikes?\b|\bzionists?\b", "Jewish people", "Jews"),
-    (r"\bblacks\b|\bblack (?:people|folks?|men|women|guys|americans?|community)\b|\bnegro|\bafricans?\b|\bnigg|\bcoons?\b", "Black people", "People of color"),
+    (r"\bblacks\b|\bblack (?:people|folks?|men|women|guys|americans?|community)\b|\bnegro|\bafricans?\b|\bnigg|\bcoons?\b|\bafro-", "Black people", "People of color"),
     (r"\broma\b|\bgyps(?:y|ies)\b|\bgyppo", "Roma", "Others"),
     (r"\bchinese\b|\bchinks?\b", "Chinese people", "Others"),
     (r"\basians?\b|\bgooks?\b", "Asian people", "Others"),
     (r"\barabs?\b", "Arabs", "Others"),
     (r"\bmexicans?\b|\blatin(?:o|a|x)s?\b|\bhispanics?\b|\bspics?\b|\bwetback|\bbeaner", "Latinos", "Others"),
     (r"\bhindus?\b", "Hindus", "Other religions"),
-    (r"\bfeminists?\b|\bfeminazi", "feminists", "Women"),
+    (r"\bfeminis(?:ts?|m)\b|\bfeminazi", "feminists", "Women"),
     (r"\bwomen\b|\bfemales?\b|\bgirls\b|\bbitch|\bwhores?\b|\bsluts?\b", "women", "Women"),
     (r"\bautis", "autistic people", "Disabled"),
     (r"\blearning (?:difficult|disabilit)|\bintellectual(?:ly)? disab|\bmentally (?:disabled|handicapped|retarded)",
@@ -68,6 +69,14 @@ NAMED = [
     (r"\bfat (?:people|folks?|women|men)\b|\bobese\b|\boverweight\b", "overweight people", "Others"),
     (r"\bhomeless\b", "homeless people", "Others"),
 ]
+# Political sides name the people only when nothing else does (the analyst's label included): Gab
+# posts often jab at the left on the way to their real target.
+SIDES = [
+    (r"\bliberals?\b|\bleftists?\b|\blefties\b|\bdemocrats?\b|\bsocialists?\b|\bsjws?\b"
+     r"|\bsocial justice warriors?\b|\bprogressives\b", "people on the left", "Political group"),
+    (r"\bconservatives\b|\brepublicans?\b|\bright-wingers?\b|\btrump supporters\b", "people on the right",
+     "Political group"),
+]
 
 
 def people_and_group(target_group: str, post: str) -> tuple[str, str]:
@@ -76,14 +85,16 @@ def people_and_group(target_group: str, post: str) -> tuple[str, str]:
     post names it (with the more exact name the post uses: refugees, trans people), else the first
     group of NAMED the post names (the 1.5B's label is often a neighbour's: "People of color" for a
     post about people with learning difficulties). A post that names no group (in-groups such as
-    whites or Christians are left out of NAMED on purpose) keeps the analyst's label, or the people
-    its slur names when that label is a catch-all."""
+    whites or Christians are left out of NAMED on purpose) keeps the analyst's label, or, when that
+    label is a catch-all, the political side it names (SIDES) or the people its slur names."""
     named = [(name, label) for pattern, name, label in NAMED if re.search(pattern, post, re.IGNORECASE)]
     same = [(name, label) for name, label in named if label == target_group]
     if same or named:
         return (same or named)[0]
     if target_group in TARGET_PEOPLE and target_group not in CATCH_ALL:
         return TARGET_PEOPLE[target_group], target_group
+    if sides := [(name, label) for pattern, name, label in SIDES if re.search(pattern, post, re.IGNORECASE)]:
+        return sides[0]
     slur = slur_used(post)
     return (people_plural(slur) if slur else TARGET_PEOPLE.get(target_group, UNNAMED)), target_group
 
@@ -114,8 +125,10 @@ def _ranked(library: BlockLibrary, post: str, target_group: str, category: HateT
     """The people, their group label and the fitting blocks, best score first."""
     people, group = people_and_group(target_group, post)
     ranked = sorted(library.matches(post, group), key=lambda m: -_score(m, category))
-    if people == UNNAMED:  # a generic block would name nobody: only blocks written for the group
-        ranked = [m for m in ranked if not m.block.generic]
+    if people == UNNAMED:  # a generic block would name nobody: blocks written for the group or naming no one
+        ranked = [m for m in ranked if not m.block.generic or not m.block.names_people]
+    else:  # the fallbacks that name nobody are for posts that name no group
+        ranked = [m for m in ranked if not m.block.unnamed_fallback]
     # "Calling them vermin ..." under a post that never said vermin rebuts what it did not say.
     return people, group, [m for m in ranked if not unsaid_label(m.block.render(people), post)]
 
