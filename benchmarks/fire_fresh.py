@@ -131,7 +131,8 @@ def report(args) -> None:
     ran = stored([r["id"] for r in posts])
     posts = [p for p in posts if all(p["id"] in rows for rows in ran.values())]  # every system ran it
     sources = Counter(p["source"] for p in posts)
-    split = (f"{len(posts)} hateful posts nothing has touched: {sources['silver-r2']} silver dev round 2 posts after "
+    split = (f"{len(posts)} hateful posts no part of the project was chosen on (posts 1-{READ} have been read "
+             f"since: dev now): {sources['silver-r2']} silver dev round 2 posts after "
              f"fire_unseen.py's, {sources['gab-test']} Gab Hate Corpus test posts (hd or cv) after its 50, and "
              f"{sources['implicit-hate']} hateful implicit-hate posts of the gate's held-out tenth, one of each in turn")
     write_report(posts, ran, args, results=RESULTS, title="FIRE, zero-shot and retrieval on fresh hateful posts",
