@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fire_adapt import adapt_section  # noqa: E402
 from fire_grading import GRADER_BRIEF, GRADERS, GRADES, grade_table, regrade_agreement, write_sheet  # noqa: E402
 from fire_rows import (ADAPT_ROWS, OPTION_FORM, OPTION_ROWS, SILVER, adapt_label, archive, drafted_by,  # noqa: E402
-                       drop_gate_changed, latency, only, option_label, percentile, rechecked, redraft_into,
+                       latency, only, option_label, percentile, rechecked, redraft_into,
                        restore, results, silver_memory, system_table)
+from fire_stale import drop_gate_changed  # noqa: E402
 from provenance import header  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

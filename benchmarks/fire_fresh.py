@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
+import fire_stale  # noqa: E402
 import fire_unseen  # noqa: E402
 from fire_grading import GRADES, write_sheet  # noqa: E402
 
@@ -62,16 +63,9 @@ def sample(n: int) -> list[dict]:
     return mixed[:n]
 
 
-def drop_stale_fire_rows(folder: Path) -> None:
-    """The baselines answer every post; only FIRE's rows depend on the gate and the block library."""
-    path = folder / "fire.jsonl"
-    print(f"{fire_rows.drop_gate_changed(path)} FIRE rows whose gate decision today's gate changes and "
-          f"{fire_rows.drop_blocks_changed(path)} whose block candidates today's library changes are run again")
-
-
 def run(args) -> None:
     if "fire" in args.systems:
-        drop_stale_fire_rows(OUT)
+        fire_stale.drop_stale(OUT)
     fire_rows.run_posts(sample(args.n), OUT / f"fresh_{args.n}.jsonl", OUT, args.systems, args)
 
 
@@ -86,7 +80,7 @@ def run_latency(args) -> None:
     from rebuttal.fire.batch import run_fire_batch
     from rebuttal.llm import ModelSettings, load_model
 
-    drop_stale_fire_rows(LATENCY)
+    fire_stale.drop_stale(LATENCY)
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
     LATENCY.mkdir(parents=True, exist_ok=True)
     for post in sample(args.n):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fire_rows  # noqa: E402
+import fire_stale  # noqa: E402
 from fire_grading import (GRADER_BRIEF, GRADES, category_table, draft_score_table, grade_table,  # noqa: E402
                           paired_usable, regrade_agreement, write_sheet)
 from provenance import header  # noqa: E402
@@ -52,7 +53,7 @@ def run(args) -> None:
     source = OUT / f"round2_{args.n}.jsonl"
     source.write_text("".join(json.dumps({"id": r["id"], "text": r["hate_speech"]}) + "\n" for r in sample(args.n)))
     model = load_model(ModelSettings.of(model=args.model, threads=args.threads))
-    print(f"{fire_rows.drop_gate_changed(OUT / 'fire.jsonl')} rows whose gate decision today's gate changes are run again")
+    print(f"{fire_stale.drop_gate_changed(OUT / 'fire.jsonl')} rows whose gate decision today's gate changes are run again")
     for system in SYSTEMS:
         run_fire_batch(source, OUT / f"{system}.jsonl", system=system, model=model)
     if args.no_option:

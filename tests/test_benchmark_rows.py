@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import fire_rows  # noqa: E402
+import fire_stale  # noqa: E402
 
 ROWS = [{"id": "a", "text": "post a", "status": "ok", "reply": {"text": "reply a"}},
         {"id": "b", "text": "post b", "status": "not_hateful", "reply": None}]
@@ -101,5 +102,5 @@ def test_rows_whose_block_candidates_the_library_now_changes_are_dropped(tmp_pat
             {"id": "stopped", "text": post, "analysis": {"gate": {"hateful": False}}, "reply": None}]
     path = tmp_path / "fire.jsonl"
     fire_rows.write_jsonl(path, rows)
-    assert now and fire_rows.drop_blocks_changed(path) == 1
+    assert now and fire_stale.drop_blocks_changed(path) == 1
     assert [r["id"] for r in fire_rows.read_jsonl(path)] == ["same", "stopped"]
