@@ -171,7 +171,7 @@ def variants() -> list[Variant]:
         if lang == "en":
             out += [Variant("linear + slur column", lang, "linear", linear, hatecheck_weight(1.0), slurs=True),
                     Variant("linear + slurs, per-functionality", lang, "linear", linear, per_functionality(3.0), True)]
-        out += [Variant("states (the 2026-12-04 recipe)", lang, "states", states, hatecheck_weight(3.0)),
+        out += [Variant("states (as shipped: zh alone, en the blend's half)", lang, "states", states, hatecheck_weight(3.0)),
                 Variant("states, per-functionality weights", lang, "states", states, per_functionality(3.0))]
         if lang == "en":
             out.append(Variant("states + slur column", lang, "states", states, hatecheck_weight(3.0), slurs=True))
